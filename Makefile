@@ -1,0 +1,55 @@
+# Two commands on a fresh machine with Python 3.11 and make:
+#   make lab    open the course in JupyterLab (with nbgrader's extensions)
+#   make test   run the whole test suite
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+LAB_ARGS ?= --no-browser
+PORT ?= 8888
+
+.PHONY: lab test lint install graphviz kernel clean-venv
+
+install: $(STAMP)
+
+# The virtual environment, rebuilt when the pins change.
+$(STAMP): requirements.txt requirements-dev.txt constraints.txt pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip==26.3
+	$(BIN)/python -m pip install --quiet -c constraints.txt -r requirements-dev.txt
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	@touch $(STAMP)
+
+# Graphviz's `dot` draws the computation graphs. As root (CI) install Debian's package;
+# otherwise say how, and go on (the notebooks then show graphs as text).
+graphviz:
+	@if ! command -v dot >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "Installing Graphviz (dot) from Debian's packages..."; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null; \
+	  else \
+	    echo "Graphviz's dot is missing: graphs will be shown as text."; \
+	    echo "  Install it with: sudo apt-get install graphviz  (macOS: brew install graphviz; conda: conda install -c conda-forge graphviz)"; \
+	  fi; \
+	fi
+
+# Register the course kernel for the current user, so other Jupyter front ends find it too.
+kernel: $(STAMP)
+	@$(BIN)/python -m ipykernel install --user --name autograd-course \
+	  --display-name "Python 3 (autograd course)" >/dev/null
+	@echo "Kernel 'autograd-course' registered."
+
+lab: $(STAMP) graphviz kernel
+	@echo "Opening JupyterLab at the course root: http://localhost:$(PORT)/lab (the token URL follows)"
+	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --port=$(PORT) $(LAB_ARGS)
+
+test: $(STAMP) graphviz
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+clean-venv:
+	rm -rf $(VENV)

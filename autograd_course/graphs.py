@@ -1,0 +1,89 @@
+"""Computation-graph pictures: torchviz + Graphviz, with a text rendering when ``dot`` is missing.
+
+>>> import torch
+>>> from autograd_course.graphs import draw_graph
+>>> x = torch.tensor([1.0, 2.0], requires_grad=True)
+>>> draw_graph((x * x).sum(), {"x": x})      # a picture in Jupyter (or text without dot)
+"""
+
+from __future__ import annotations
+
+import shutil
+import warnings
+from collections.abc import Mapping
+
+import torch
+
+INSTALL_HINT = (
+    "Graphviz's `dot` program is not installed, so the graph is shown as text.\n"
+    "To see pictures: `sudo apt-get install graphviz` (Debian/Ubuntu), "
+    "`brew install graphviz` (macOS) or `conda install -c conda-forge graphviz`, "
+    "then restart the kernel."
+)
+
+
+def dot_available() -> bool:
+    """Return True when Graphviz's ``dot`` binary is on the PATH."""
+    return shutil.which("dot") is not None
+
+
+
+def make_dot(output: torch.Tensor, params: Mapping[str, torch.Tensor] | None = None):
+    """Return torchviz's ``graphviz.Digraph`` of the graph that produced ``output``.
+
+    ``params`` names the leaf tensors (``{"w": w}``) so that the picture labels them.
+    Blue boxes are leaves that require grad; grey boxes are the backward functions
+    (``grad_fn``) autograd recorded; the green box is ``output`` itself.
+    """
+    with warnings.catch_warnings():
+        # torchviz 0.0.3 imports distutils and calls its LooseVersion, which are deprecated.
+        warnings.filterwarnings("ignore", category=DeprecationWarning, message=".*distutils.*")
+        import torchviz
+
+        graph = torchviz.make_dot(output, params=dict(params or {}))
+    graph.graph_attr.update(rankdir="BT", size="6,6")
+    return graph
+
+
+class TextGraph:
+    """A text rendering of a computation graph, walked from the output's ``grad_fn``."""
+
+    def __init__(self, output: torch.Tensor, params: Mapping[str, torch.Tensor] | None = None):
+        self.output = output
+        self.names = {id(t): name for name, t in (params or {}).items()}
+
+    def lines(self) -> list[str]:
+        """Return the graph as indented lines, output first, leaves last."""
+        lines = [f"output {tuple(self.output.shape)}"]
+        if self.output.grad_fn is not None:
+            self._walk(self.output.grad_fn, "", lines)
+        return lines
+
+    def _walk(self, fn, indent: str, lines: list[str]) -> None:
+        label = type(fn).__name__
+        variable = getattr(fn, "variable", None)  # AccumulateGrad holds the leaf tensor
+        if variable is not None:
+            name = self.names.get(id(variable), "leaf")
+            label = f"{label} -> {name} {tuple(variable.shape)} (leaf, .grad is filled)"
+        lines.append(f"{indent}└─ {label}")
+        for child, _ in fn.next_functions:
+            if child is not None:
+                self._walk(child, indent + "   ", lines)
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def draw_graph(output: torch.Tensor, params: Mapping[str, torch.Tensor] | None = None):
+    """Draw the computation graph of ``output`` for display in a notebook.
+
+    With Graphviz's ``dot`` installed this is torchviz's picture; without it, a
+    :class:`TextGraph` preceded by a hint on how to install Graphviz.
+    """
+    if dot_available():
+        return make_dot(output, params)
+    print(INSTALL_HINT)
+    return TextGraph(output, params)

@@ -1,0 +1,99 @@
+"""The course skeleton: package, CLI, pinned environment, nbgrader config, graph rendering."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import autograd_course
+from autograd_course import graphs
+
+
+def run_cli(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "autograd_course", *args], capture_output=True, text=True
+    )
+
+
+def test_cli_help_lists_the_program():
+    result = run_cli("--help")
+    assert result.returncode == 0
+    assert "usage: autograd-course" in result.stdout
+
+
+def test_cli_version_matches_package():
+    result = run_cli("--version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"autograd-course {autograd_course.__version__}"
+
+
+def _pins(lines):
+    pins = {}
+    for line in lines:
+        line = line.split("#", 1)[0].strip()
+        match = re.fullmatch(r"([A-Za-z0-9_.-]+)==([^\s;]+)", line)
+        if match:
+            pins[match.group(1).lower()] = match.group(2)
+    return pins
+
+
+def test_environment_yml_agrees_with_requirements(root):
+    requirements = _pins((root / "requirements.txt").read_text().splitlines())
+    env_text = (root / "environment.yml").read_text()
+    pip_lines = [m.group(1) for m in re.finditer(r"^\s+- (\S.*)$", env_text, re.M)]
+    environment = _pins(pip_lines)
+    assert requirements, "requirements.txt has no pins"
+    assert environment == requirements
+    assert "-e ." in pip_lines, "environment.yml must install the course package itself"
+    assert re.search(r"^\s+- python=3\.11$", env_text, re.M)
+    assert re.search(r"^\s+- graphviz$", env_text, re.M), "conda env needs the dot binary"
+
+
+def test_every_requirement_is_locked_at_the_same_version(root):
+    requirements = _pins((root / "requirements.txt").read_text().splitlines())
+    lock = _pins((root / "constraints.txt").read_text().splitlines())
+    for name, version in requirements.items():
+        assert lock.get(name) == version, f"{name}: requirements {version}, lock {lock.get(name)}"
+
+
+def test_installed_torch_is_the_reference_build():
+    assert torch.__version__.split("+")[0] == "2.13.0"
+
+
+def test_nbgrader_reads_the_course_config(root):
+    code = (
+        "from nbgrader.apps import NbGraderAPI; from nbgrader.apps.baseapp import NbGrader; "
+        "app = NbGrader(); app.load_config_file(); api = NbGraderAPI(config=app.config); "
+        "print(api.coursedir.course_id, api.coursedir.root)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True
+    )
+    course_id, course_root = result.stdout.split()
+    assert course_id == "autograd-course"
+    assert course_root == str(root)
+
+
+def test_text_graph_walks_from_output_to_leaf():
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    lines = graphs.TextGraph((x * x + 1).sum(), {"x": x}).lines()
+    assert lines[0] == "output ()"
+    assert lines[1].endswith("SumBackward0")
+    assert any("AccumulateGrad -> x (3,)" in line for line in lines)
+
+
+@pytest.mark.skipif(
+    not graphs.dot_available() and not os.environ.get("CI"),
+    reason="Graphviz's dot is not installed (CI installs it and never skips this test)",
+)
+def test_torchviz_graph_renders_to_svg():
+    w = torch.tensor(3.0, requires_grad=True)
+    loss = (w * 2.0 - 7.0) ** 2
+    svg = graphs.make_dot(loss, {"w": w}).pipe(format="svg").decode()
+    assert svg.lstrip().startswith("<?xml")
+    assert "<svg" in svg
+    assert "PowBackward0" in svg and "MulBackward0" in svg
+    assert ">w\n" in svg or ">w<" in svg or "w ()" in svg
