@@ -27,20 +27,42 @@ def dot_available() -> bool:
     return shutil.which("dot") is not None
 
 
+def _named_steps(output, params):
+    """Map ``id(grad_fn)`` to a name for each named non-leaf tensor in ``params``.
+
+    Returns the map and the ``grad_fn`` objects themselves: the caller keeps them alive so
+    that their ids stay valid while the graph is drawn. The output is left out (its own
+    node already carries its name).
+    """
+    fns = [
+        (name, t.grad_fn)
+        for name, t in (params or {}).items()
+        if t.grad_fn is not None and t is not output
+    ]
+    return {id(fn): name for name, fn in fns}, fns
+
 
 def make_dot(output: torch.Tensor, params: Mapping[str, torch.Tensor] | None = None):
     """Return torchviz's ``graphviz.Digraph`` of the graph that produced ``output``.
 
     ``params`` names the leaf tensors (``{"w": w}``) so that the picture labels them.
     Blue boxes are leaves that require grad; grey boxes are the backward functions
-    (``grad_fn``) autograd recorded; the green box is ``output`` itself.
+    (``grad_fn``) autograd recorded; the green box is ``output`` itself. Arrows point the
+    way the forward pass went (from the leaves to the output); ``backward()`` walks them
+    in reverse. ``params`` may also name intermediate (non-leaf) tensors such as
+    ``{"t2": t2}``: their grey box then reads ``AddBackward0 = t2.grad_fn``.
     """
+    _, steps = _named_steps(output, params)
     with warnings.catch_warnings():
         # torchviz 0.0.3 imports distutils and calls its LooseVersion, which are deprecated.
         warnings.filterwarnings("ignore", category=DeprecationWarning, message=".*distutils.*")
         import torchviz
 
         graph = torchviz.make_dot(output, params=dict(params or {}))
+    for name, fn in steps:
+        # torchviz names each node by the id of its object; a second node statement with
+        # the same name only replaces the label.
+        graph.node(str(id(fn)), f"{type(fn).__name__}\n= {name}.grad_fn")
     graph.graph_attr.update(rankdir="BT", size="6,6")
     return graph
 
@@ -51,10 +73,13 @@ class TextGraph:
     def __init__(self, output: torch.Tensor, params: Mapping[str, torch.Tensor] | None = None):
         self.output = output
         self.names = {id(t): name for name, t in (params or {}).items()}
+        self.step_names, self._keep_alive = _named_steps(output, params)
 
     def lines(self) -> list[str]:
         """Return the graph as indented lines, output first, leaves last."""
-        lines = [f"output {tuple(self.output.shape)}"]
+        name = self.names.get(id(self.output))
+        shape = tuple(self.output.shape)
+        lines = [f"output {name} {shape}" if name else f"output {shape}"]
         if self.output.grad_fn is not None:
             self._walk(self.output.grad_fn, "", lines)
         return lines
@@ -65,6 +90,8 @@ class TextGraph:
         if variable is not None:
             name = self.names.get(id(variable), "leaf")
             label = f"{label} -> {name} {tuple(variable.shape)} (leaf, .grad is filled)"
+        elif id(fn) in self.step_names:
+            label = f"{label} = {self.step_names[id(fn)]}.grad_fn"
         lines.append(f"{indent}└─ {label}")
         for child, _ in fn.next_functions:
             if child is not None:
