@@ -1,0 +1,491 @@
+"""The graded exercises: notebook structure, nbgrader validation, release/ and the tests' tests.
+
+Fast part (in-process, no Jupyter kernel): every question's cells are executed with ``exec`` --
+the reference solution must pass its test cell (visible and hidden parts) silently, and every
+typical wrong answer of ``exercise_answers.WRONG_ANSWERS`` must fail with its diagnosis.
+Slow part (one nbgrader process per check, all notebooks at once): ``nbgrader validate`` on
+source/, ``nbgrader validate --invert`` on release/, and release/ == what nbgrader generates.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+from exercise_answers import WRONG_ANSWERS
+
+from autograd_course import checks
+from autograd_course.assignments import UNITS, generate_release
+from autograd_course.checks import CheckError
+
+ROOT = Path(__file__).resolve().parent.parent
+HIDDEN = "### BEGIN HIDDEN TESTS"
+GRADE_ID = re.compile(r"q(\d+)_[a-z0-9_]+")
+
+
+def source_path(unit: str) -> Path:
+    return ROOT / "source" / unit / f"{unit}.ipynb"
+
+
+def release_path(unit: str) -> Path:
+    return ROOT / "release" / unit / f"{unit}.ipynb"
+
+
+def nbgrader_meta(cell) -> dict:
+    return cell.metadata.get("nbgrader", {})
+
+
+def load(unit: str):
+    return nbformat.read(source_path(unit), as_version=4)
+
+
+def questions(unit: str) -> list[str]:
+    """The grade_ids of the solution cells of ``unit``, in order."""
+    return [
+        nbgrader_meta(c)["grade_id"]
+        for c in load(unit).cells
+        if nbgrader_meta(c).get("solution") and c.cell_type == "code"
+    ]
+
+
+ALL_QUESTIONS = [(unit, qid) for unit in UNITS for qid in questions(unit)]
+ALL_WRONG = [
+    pytest.param(unit, qid, w, id=f"{unit}-{qid}-{w.label}")
+    for (unit, qid), answers in WRONG_ANSWERS.items()
+    for w in answers
+]
+
+
+# --- running a question in-process ----------------------------------------------------------
+
+
+class Run:
+    """What happened when a question's test cell ran: its exception, output and warnings."""
+
+    def __init__(self, error, stdout, stderr, caught):
+        self.error, self.stdout, self.stderr, self.warnings = error, stdout, stderr, caught
+
+
+def run_question(unit: str, qid: str, solution: str | None = None, visible_only=False) -> Run:
+    """Execute the notebook's code cells up to question ``qid``'s test cell in one namespace.
+
+    Other questions' test cells are skipped; ``solution`` replaces ``qid``'s solution cell.
+    Returns the test cell's exception (None when it passes), stdout, stderr and warnings.
+    """
+    namespace: dict = {"__name__": "__main__"}
+    for cell in load(unit).cells:
+        if cell.cell_type != "code":
+            continue
+        meta = nbgrader_meta(cell)
+        grade_id = meta.get("grade_id", "")
+        if meta.get("grade"):
+            if grade_id != f"{qid}_test":
+                continue
+            code = cell.source.split(HIDDEN)[0] if visible_only else cell.source
+            out, err = io.StringIO(), io.StringIO()
+            with (
+                warnings.catch_warnings(record=True) as caught,
+                contextlib.redirect_stdout(out),
+                contextlib.redirect_stderr(err),
+            ):
+                warnings.simplefilter("always")
+                try:
+                    exec(compile(code, f"<{qid}_test>", "exec"), namespace)
+                except Exception as error:  # noqa: BLE001 -- the outcome under test
+                    return Run(error, out.getvalue(), err.getvalue(), caught)
+            return Run(None, out.getvalue(), err.getvalue(), caught)
+        code = solution if (solution is not None and grade_id == qid) else cell.source
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            exec(compile(code, f"<{grade_id or 'cell'}>", "exec"), namespace)
+    raise AssertionError(f"{unit}: no test cell for {qid}")
+
+
+def numbers_of(value) -> list[str]:
+    """Ways an expected value could be printed in a message (for the 'never reveal' check)."""
+    if value is None or isinstance(value, bool | str | type):
+        return []
+    if torch.is_tensor(value):
+        values = value.detach().flatten().tolist()
+    else:
+        values = [float(value)]
+    texts = []
+    for v in values:
+        if abs(v) < 1e-3:
+            continue  # 0.0 and tiny values print like many harmless things
+        texts += [f"{v:.4f}", f"{v:.3f}", repr(v)]
+    return texts
+
+
+# --- structure --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("unit", UNITS)
+def test_notebook_structure(unit):
+    nb = load(unit)
+    assert (nb.nbformat, nb.nbformat_minor) >= (4, 5)
+    assert nb.metadata.kernelspec.name == "python3"
+    ids = [c.id for c in nb.cells]
+    assert len(ids) == len(set(ids)), "cell ids must be unique"
+    intro, imports = nb.cells[0], nb.cells[1]
+    assert intro.cell_type == "markdown" and nbgrader_meta(intro).get("locked")
+    assert imports.cell_type == "code" and nbgrader_meta(imports).get("locked")
+    assert "import torch" in imports.source
+    assert "from autograd_course.checks import" in imports.source
+    grade_ids = [nbgrader_meta(c)["grade_id"] for c in nb.cells if nbgrader_meta(c)]
+    assert len(grade_ids) == len(set(grade_ids)), "grade_ids must be unique"
+    qids = questions(unit)
+    assert len(qids) >= 3, "at least three questions"
+    for number, qid in enumerate(qids, start=1):
+        assert GRADE_ID.fullmatch(qid) and qid.startswith(f"q{number}_"), qid
+        index = next(i for i, c in enumerate(nb.cells) if nbgrader_meta(c).get("grade_id") == qid)
+        text, solution, test = nb.cells[index - 1], nb.cells[index], nb.cells[index + 1]
+        assert text.cell_type == "markdown", f"{qid}: an instruction precedes the solution"
+        assert nbgrader_meta(solution) | {"grade": False} == nbgrader_meta(solution)
+        assert "### BEGIN SOLUTION" in solution.source and "### END SOLUTION" in solution.source
+        meta = nbgrader_meta(test)
+        assert meta["grade_id"] == f"{qid}_test"
+        assert meta["grade"] and meta["locked"] and not meta["solution"]
+        assert isinstance(meta["points"], int) and meta["points"] > 0
+        assert test.source.count(HIDDEN) == 1 and "### END HIDDEN TESTS" in test.source
+        visible = test.source.split(HIDDEN)[0]
+        assert "check_" in visible, f"{qid}: the visible part checks something"
+        assert "torch.allclose" not in test.source, "compare through autograd_course.checks"
+    assert len([c for c in nb.cells if nbgrader_meta(c).get("grade")]) == len(qids)
+
+
+def test_every_question_has_wrong_answers():
+    assert set(WRONG_ANSWERS) == set(ALL_QUESTIONS)
+
+
+# --- the tests' tests (in-process) ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("unit", "qid"), ALL_QUESTIONS, ids=[f"{u}-{q}" for u, q in ALL_QUESTIONS])
+def test_reference_answer_passes_silently(unit, qid):
+    for _ in range(2):  # fresh random inputs each time
+        run = run_question(unit, qid)
+        assert run.error is None, f"{unit} {qid}: {run.error!r}"
+        assert run.stderr == "" and run.stdout == ""
+        assert [str(w.message) for w in run.warnings] == [], "a warning would go to stderr"
+
+
+@pytest.mark.parametrize(("unit", "qid", "answer"), ALL_WRONG)
+def test_wrong_answer_is_diagnosed(unit, qid, answer):
+    run = run_question(unit, qid, solution=answer.code)
+    assert isinstance(run.error, CheckError), f"expected a CheckError, got {run.error!r}"
+    message = str(run.error)
+    assert run.error.diagnosis in answer.diagnosis, f"{run.error.diagnosis}: {message}"
+    for text in answer.says:
+        assert text.lower() in message.lower(), f"{text!r} not in {message!r}"
+    assert run.stderr == "", "a failing test cell still writes nothing to stderr"
+    if not run.error.reveal:
+        for text in numbers_of(run.error.expected):
+            assert text not in message, f"hidden test reveals {text}: {message}"
+    visible = run_question(unit, qid, solution=answer.code, visible_only=True)
+    if answer.hidden_only:
+        assert visible.error is None, f"visible checks should pass: {visible.error!r}"
+    else:
+        assert isinstance(visible.error, CheckError), "the visible checks catch this mistake"
+
+
+# --- checks.py ----------------------------------------------------------------------------------
+
+
+def diagnosis_of(fn, *args, **kwargs) -> CheckError:
+    with pytest.raises(CheckError) as info:
+        fn(*args, **kwargs)
+    return info.value
+
+
+EXPECTED = torch.tensor([1.5, -2.25, 3.125])
+
+
+def test_check_tensor_accepts_the_right_answer():
+    checks.check_tensor(EXPECTED.clone(), EXPECTED)
+    checks.check_number(2.5, 2.5)
+
+
+@pytest.mark.parametrize(
+    ("actual", "diagnosis", "says"),
+    [
+        (None, "none", "None"),
+        ([1.5, -2.25, 3.125], "type", "torch.Tensor"),
+        (EXPECTED.sum(), "shape", "shape"),
+        (EXPECTED.double(), "dtype", "dtype"),
+        (torch.tensor([1, 2, 3]), "dtype", "dtype"),
+        (-EXPECTED, "sign", "sign"),
+        (2 * EXPECTED, "accumulated", "twice"),
+        (3 * EXPECTED, "accumulated", "three times"),
+        (EXPECTED / 2, "fraction", "1/2"),
+        (torch.zeros(3), "zero", "zeros"),
+        (torch.tensor([float("nan"), 0.0, 1.0]), "nan", "NaN"),
+        (EXPECTED + 1, "values", "wrong values"),
+    ],
+)
+def test_check_tensor_names_the_mistake(actual, diagnosis, says):
+    error = diagnosis_of(checks.check_tensor, actual, EXPECTED, name="x.grad")
+    assert error.diagnosis == diagnosis
+    assert says in str(error) and "x.grad" in str(error)
+    for text in numbers_of(EXPECTED):
+        assert text not in str(error)
+
+
+def test_reveal_shows_values_only_when_asked():
+    hidden = diagnosis_of(checks.check_tensor, EXPECTED + 1, EXPECTED)
+    shown = diagnosis_of(checks.check_tensor, EXPECTED + 1, EXPECTED, reveal=True)
+    assert "3.125" not in str(hidden) and "3.125" in str(shown)
+
+
+def test_question_specific_mistakes():
+    wrong = EXPECTED * 7
+    error = diagnosis_of(
+        checks.check_tensor, wrong, EXPECTED, mistakes=[(wrong, "custom", "you did X")]
+    )
+    assert error.diagnosis == "custom" and "you did X" in str(error)
+
+
+def test_check_number():
+    assert diagnosis_of(checks.check_number, torch.tensor(2.0), 2.0).diagnosis == "type"
+    assert ".item()" in str(diagnosis_of(checks.check_number, torch.tensor(2.0), 2.0))
+    assert diagnosis_of(checks.check_number, 4.0, 2.0).diagnosis == "accumulated"
+    assert diagnosis_of(checks.check_number, -2.0, 2.0).diagnosis == "sign"
+    assert diagnosis_of(checks.check_number, True, 1.0).diagnosis == "type"
+
+
+def test_check_gradient_of_explains_none():
+    no_requires = torch.ones(3)
+    error = diagnosis_of(checks.check_gradient_of, no_requires, EXPECTED, name="x")
+    assert error.diagnosis == "none" and "requires_grad=True" in str(error)
+    leaf = torch.ones(3, requires_grad=True)
+    error = diagnosis_of(checks.check_gradient_of, leaf, EXPECTED, name="x")
+    assert error.diagnosis == "none" and "backward()" in str(error)
+    nonleaf = leaf * 2
+    nonleaf.sum().backward()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # reading .grad of a non-leaf must not warn
+        error = diagnosis_of(checks.check_gradient_of, nonleaf, EXPECTED, name="y")
+    assert error.diagnosis == "leaf" and "retain_grad()" in str(error)
+    twice = torch.tensor([1.0, 2.0], requires_grad=True)
+    for _ in range(2):
+        (twice * twice).sum().backward()
+    error = diagnosis_of(checks.check_gradient_of, twice, 2 * twice.detach(), name="x")
+    assert error.diagnosis == "accumulated"
+
+
+def test_check_no_graph_and_leaf():
+    w = torch.ones(2, requires_grad=True)
+    error = diagnosis_of(checks.check_no_graph, w * 2, "y")
+    assert error.diagnosis == "graph" and "no_grad" in str(error)
+    checks.check_no_graph((w * 2).detach())
+    assert diagnosis_of(checks.check_is_leaf, w * 2, "x").diagnosis == "leaf"
+    assert diagnosis_of(checks.check_is_leaf, w.detach(), "x").diagnosis == "requires_grad"
+    checks.check_is_leaf(w)
+
+
+def test_leaf_and_grad_fn_answers():
+    w = torch.ones(2, requires_grad=True)
+    y = w * 2
+    checks.check_leaf_answer(True, w)
+    checks.check_leaf_answer(False, y)
+    assert "requires_grad" in str(diagnosis_of(checks.check_leaf_answer, True, y))
+    checks.check_grad_fn_name("MulBackward0", y)
+    checks.check_grad_fn_name(None, w)
+    assert diagnosis_of(checks.check_grad_fn_name, str(y.grad_fn), y).diagnosis == "type"
+    error = diagnosis_of(checks.check_grad_fn_name, "AddBackward0", y)
+    assert error.diagnosis == "values" and "MulBackward0" not in str(error)
+
+
+def test_copies_and_inference():
+    t = torch.ones(3, requires_grad=True)
+    checks.check_independent_copy(t.detach().clone(), t)
+    assert diagnosis_of(checks.check_independent_copy, t.detach(), t).diagnosis == "storage"
+    assert diagnosis_of(checks.check_independent_copy, t.clone(), t).diagnosis == "graph"
+    with torch.inference_mode():
+        inference = t * 2
+    with torch.no_grad():
+        plain = t * 2
+    checks.check_inference(inference)
+    assert diagnosis_of(checks.check_inference, plain).diagnosis == "inference_mode"
+
+
+def test_predictions():
+    def fails():
+        raise KeyError("x")
+
+    checks.check_prediction("KeyError", fails)
+    checks.check_prediction(KeyError, fails)
+    checks.check_prediction(None, lambda: None)
+    assert diagnosis_of(checks.check_prediction, "ValueError", fails).diagnosis == "exception"
+    assert "KeyError" not in str(diagnosis_of(checks.check_prediction, "ValueError", fails))
+    assert diagnosis_of(checks.check_prediction, None, fails).diagnosis == "exception"
+    assert diagnosis_of(checks.check_prediction_format, 3).diagnosis == "type"
+
+
+def test_run_answer_catches_warnings_and_nonleaf_grad(capsys):
+    def noisy(x):
+        warnings.warn("something", UserWarning, stacklevel=1)
+        print("chatter")
+        return x
+
+    assert checks.run_answer(noisy, 3) == 3
+    assert capsys.readouterr() == ("", "")
+
+    def nonleaf_grad(x):
+        y = x * 2
+        y.sum().backward()
+        return y.grad
+
+    error = diagnosis_of(checks.run_answer, nonleaf_grad, torch.ones(2, requires_grad=True))
+    assert error.diagnosis == "leaf"
+    assert capsys.readouterr() == ("", "")
+
+
+def test_fresh_inputs_ignore_the_global_seed():
+    torch.manual_seed(0)
+    a = checks.fresh(5)
+    torch.manual_seed(0)
+    b = checks.fresh(5)
+    assert not torch.equal(a, b)
+    assert a.dtype == torch.float32 and not a.requires_grad
+    assert ((a >= -2) & (a < 2)).all()
+    assert 1 <= checks.fresh_int(1, 3) <= 3
+    assert checks.fresh().shape == ()
+
+
+def test_captured_references_survive_monkeypatching():
+    originals = (torch.allclose, torch.isclose, sys.modules["builtins"].isinstance)
+    assert torch.allclose is checks.REFERENCES["torch.allclose"]
+    assert checks.tampered_references() == []
+    try:
+        torch.allclose = lambda *a, **k: True
+        torch.isclose = lambda *a, **k: torch.tensor(True)
+        assert checks.tampered_references() == ["torch.allclose", "torch.isclose"]
+        error = diagnosis_of(checks.check_tensor, EXPECTED + 1, EXPECTED)
+        assert error.diagnosis == "values"
+        assert diagnosis_of(checks.check_number, 3.0, 2.0).diagnosis == "values"
+    finally:
+        torch.allclose, torch.isclose, _ = originals
+    assert torch.allclose is checks.REFERENCES["torch.allclose"]
+    assert checks.tampered_references() == []
+
+
+# --- nbgrader: validate, release ------------------------------------------------------------
+
+
+def _nbgrader(*args, cwd) -> str:
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env["PYTHONUNBUFFERED"] = "1"  # keep nbgrader's log (stderr) and results (stdout) in order
+    result = subprocess.run(
+        [sys.executable, "-m", "nbgrader", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    return result.stdout
+
+
+def _split_by_notebook(output: str) -> dict[str, str]:
+    """nbgrader validate's output, one section per notebook (keyed by unit)."""
+    sections: dict[str, str] = {}
+    current = None
+    for line in output.splitlines():
+        match = re.search(r"Validating '.*/(\d\d_[a-z_]+)\.ipynb'", line)
+        if match:
+            current = match.group(1)
+            sections[current] = ""
+        elif current:
+            sections[current] += line + "\n"
+    return sections
+
+
+@pytest.fixture(scope="module")
+def nbgrader_results(tmp_path_factory):
+    """Validate all of source/, validate --invert all of release/, and regenerate release/,
+    concurrently, each in one process, outside the course directory (no gradebook.db here)."""
+    work = tmp_path_factory.mktemp("nbgrader")
+    sources = [str(source_path(u)) for u in UNITS]
+    releases = [str(release_path(u)) for u in UNITS]
+    with ThreadPoolExecutor(3) as pool:
+        validated = pool.submit(_nbgrader, "validate", *sources, cwd=work)
+        inverted = pool.submit(_nbgrader, "validate", "--invert", *releases, cwd=work)
+        generated = pool.submit(generate_release, ROOT, dest=work / "release")
+        return {
+            "source": _split_by_notebook(validated.result()),
+            "release": _split_by_notebook(inverted.result()),
+            "generated": generated.result(),
+        }
+
+
+@pytest.mark.parametrize("unit", UNITS)
+def test_nbgrader_validate_source_passes(nbgrader_results, unit):
+    output = nbgrader_results["source"].get(unit, "(not validated)")
+    assert "Success! Your notebook passes all the tests." in output, output
+
+
+@pytest.mark.parametrize("unit", UNITS)
+def test_nbgrader_validate_invert_release_passes(nbgrader_results, unit):
+    output = nbgrader_results["release"].get(unit, "(not validated)")
+    assert "Success! The notebook does not pass any tests." in output, output
+
+
+@pytest.mark.parametrize("unit", UNITS)
+def test_release_is_exactly_what_nbgrader_generates(nbgrader_results, unit):
+    generated = nbgrader_results["generated"] / unit
+    committed = ROOT / "release" / unit
+    assert sorted(p.name for p in generated.iterdir()) == sorted(
+        p.name for p in committed.iterdir()
+    )
+    for path in generated.iterdir():
+        assert json.loads((committed / path.name).read_text()) == json.loads(path.read_text())
+        assert (committed / path.name).read_text() == path.read_text(), "byte-for-byte"
+
+
+@pytest.mark.parametrize("unit", UNITS)
+def test_release_has_no_solutions_or_hidden_tests(unit):
+    text = release_path(unit).read_text()
+    for marker in ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"):
+        assert marker not in text
+    release = nbformat.reads(text, as_version=4)
+    release_lines = {
+        line.strip()
+        for c in release.cells
+        if c.cell_type == "code"
+        for line in c.source.splitlines()
+    }
+    secret, public = [], []
+    for cell in load(unit).cells:
+        meta, source = nbgrader_meta(cell), cell.source
+        for begin, end in (
+            ("### BEGIN SOLUTION", "### END SOLUTION"),
+            (HIDDEN, "### END HIDDEN TESTS"),
+        ):
+            if meta.get("solution" if begin != HIDDEN else "grade") and begin in source:
+                before, rest = source.split(begin, 1)
+                hidden, after = rest.split(end, 1)
+                secret.append(hidden)
+                source = before + after
+        public.append(source)
+    public_lines = {line.strip() for line in "\n".join(public).splitlines()}
+    for line in "\n".join(secret).splitlines():
+        line = line.strip()
+        if len(line) > 8 and line not in public_lines:
+            assert line not in release_lines, f"{unit}: {line!r} is in release/"
+
+
+def test_no_gradebook_left_in_the_course():
+    assert not (ROOT / "gradebook.db").exists()
