@@ -25,3 +25,35 @@ c.ClearSolutions.enforce_metadata = True
 c.LimitOutput.max_lines = 200
 # Keep at most this many traceback lines per error in graded notebooks.
 c.LimitOutput.max_traceback = 30
+
+# --- Safe autograding (autograd_course.grading; see the README's instructor section) ---
+# Read a file that is not a valid notebook as an empty submission, with a reason.
+c.Autograde.exporter_class = "autograd_course.grading.preprocessors.TolerantNotebookExporter"
+# Before running: put back deleted cells from release/ and note edited locked cells.
+c.Autograde.sanitize_preprocessors = [
+    "nbgrader.preprocessors.ClearOutput",
+    "nbgrader.preprocessors.DeduplicateIds",
+    "nbgrader.preprocessors.OverwriteKernelspec",
+    "autograd_course.grading.preprocessors.RepairSubmission",
+    "nbgrader.preprocessors.OverwriteCells",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+# Run with grader cells around every test, then save grades and write the grade record.
+c.Autograde.autograde_preprocessors = [
+    "autograd_course.grading.preprocessors.GuardedExecute",
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+    "autograd_course.grading.preprocessors.RecordResults",
+]
+# Kill a grading kernel whose memory grows past this many MiB (runaway allocations).
+c.GuardedExecute.memory_limit_mb = 4096
+# Feedback shows results and diagnostics, never hidden-test code or its tracebacks.
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    "autograd_course.grading.preprocessors.HideHiddenTests",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+]
