@@ -42,7 +42,8 @@ kernel: $(STAMP)
 
 lab: $(STAMP) graphviz kernel
 	@echo "Opening JupyterLab at the course root: http://localhost:$(PORT)/lab (the token URL follows)"
-	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --port=$(PORT) $(LAB_ARGS)
+	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --port=$(PORT) $(LAB_ARGS) \
+	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 test: $(STAMP) graphviz
 	$(BIN)/ruff check .

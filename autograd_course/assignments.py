@@ -11,10 +11,7 @@ in the course directory, and copies the student versions to ``dest``.
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -44,10 +41,9 @@ def generate_release(
     ``course_root/release``); other folders in ``dest`` are left alone. Returns ``dest``.
     Raises ``RuntimeError`` with nbgrader's output when nbgrader fails.
     """
+    from autograd_course.grading.course import nbgrader
+
     course_root = Path(course_root).resolve()
-    # nbgrader runs `alembic` (its database migrations) from PATH: use this environment's.
-    env = dict(os.environ)
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     names = list(UNITS if names is None else names)
     dest = course_root / "release" if dest is None else Path(dest)
     with tempfile.TemporaryDirectory(prefix="autograd-course-release-") as tmp:
@@ -56,13 +52,7 @@ def generate_release(
         for name in names:
             shutil.copytree(course_root / "source" / name, work / "source" / name, ignore=_IGNORE)
         for name in names:
-            result = subprocess.run(
-                [sys.executable, "-m", "nbgrader", "generate_assignment", name, "--force"],
-                cwd=work,
-                env=env,
-                capture_output=True,
-                text=True,
-            )
+            result = nbgrader(work, "generate_assignment", name, "--force")
             if result.returncode != 0:
                 raise RuntimeError(
                     f"nbgrader generate_assignment {name} failed:\n{result.stdout}{result.stderr}"

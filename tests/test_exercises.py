@@ -23,11 +23,11 @@ from pathlib import Path
 import nbformat
 import pytest
 import torch
-from exercise_answers import WRONG_ANSWERS
 
 from autograd_course import checks
 from autograd_course.assignments import UNITS, generate_release
 from autograd_course.checks import CheckError
+from autograd_course.exercise_answers import WRONG_ANSWERS
 
 ROOT = Path(__file__).resolve().parent.parent
 HIDDEN = "### BEGIN HIDDEN TESTS"

@@ -1,4 +1,5 @@
-"""Typical wrong answers to the graded exercises, and the diagnosis each must get.
+"""Typical wrong answers to the graded exercises, and the diagnosis each must get (used by the
+tests of the exercises, the instructor's dry run and the grading benchmark).
 
 ``WRONG_ANSWERS[(assignment, grade_id)]`` lists :class:`Wrong` answers: ``code`` replaces the
 question's solution cell, and running the question's test cell must then raise a
