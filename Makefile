@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 LAB_ARGS ?= --no-browser
 PORT ?= 8888
 
-.PHONY: lab test lint install graphviz kernel clean-venv
+.PHONY: lab test lint demo install graphviz kernel clean-venv
 
 install: $(STAMP)
 
@@ -48,6 +48,10 @@ lab: $(STAMP) graphviz kernel
 test: $(STAMP) graphviz
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# An instructor's dry run: a synthetic class graded end to end in a temporary course.
+demo: $(STAMP) graphviz
+	$(BIN)/autograd-course demo
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

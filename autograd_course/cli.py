@@ -1,13 +1,268 @@
-"""The ``autograd-course`` command line."""
+"""The ``autograd-course`` command line: one command per job of the course.
+
+    autograd-course release [ASSIGNMENT...]             student versions + gradebook
+    autograd-course grade [ASSIGNMENT...] [--jobs N] [--student ID...] [--zip FILE]
+    autograd-course check NOTEBOOK                      a learner's self-check
+    autograd-course demo [--out DIR]                    a dry run on a synthetic class
+
+Run it from the course root (or pass ``--course DIR``). Bad arguments and missing course
+pieces get one clear line on stderr and exit status 2; grading problems of single submissions
+are reported in the summary and never change the exit status.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
 
 from autograd_course import __version__
+from autograd_course.assignments import UNITS
 
 
+class CourseError(Exception):
+    """A problem with the command line or the course that stops the command (exit 2)."""
+
+
+# -- helpers ----------------------------------------------------------------------------
+def course_root(path: str) -> Path:
+    """The course root at ``path``: it must hold nbgrader_config.py and source/."""
+    root = Path(path).resolve()
+    if not (root / "nbgrader_config.py").is_file() or not (root / "source").is_dir():
+        raise CourseError(f"{root} is not a course root (no nbgrader_config.py and source/ "
+                          "there); run from the course root or pass --course DIR")
+    return root
+
+
+def assignments_of(root: Path, names: list[str]) -> list[str]:
+    """The named assignments (all units when none), each checked to exist in source/."""
+    names = names or [u for u in UNITS if (root / "source" / u).is_dir()]
+    for name in names:
+        if not (root / "source" / name / f"{name}.ipynb").is_file():
+            known = ", ".join(sorted(p.name for p in (root / "source").iterdir() if p.is_dir()))
+            raise CourseError(f"no assignment '{name}' in {root / 'source'} (known: {known})")
+    return names
+
+
+def ensure_in_gradebook(root: Path, names: list[str]) -> None:
+    """Add assignments missing from the gradebook by generating them (nbgrader's way)."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    missing = []
+    if (root / "gradebook.db").exists():
+        with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+            for name in names:
+                try:
+                    gb.find_assignment(name)
+                except MissingEntry:
+                    missing.append(name)
+    else:
+        missing = list(names)
+    if missing:
+        release(root, missing)
+
+
+def release(root: Path, names: list[str]) -> None:
+    """``nbgrader generate_assignment NAME --force`` for each name, in the course root."""
+    from autograd_course.grading.course import nbgrader
+
+    for name in names:
+        result = nbgrader(root, "generate_assignment", name, "--force")
+        if result.returncode != 0:
+            raise CourseError(f"nbgrader generate_assignment {name} failed: "
+                              + (result.stderr.strip().splitlines() or ["?"])[-1])
+        print(f"released {name}: release/{name}/ and the gradebook are up to date")
+
+
+class Progress:
+    """A one-line progress bar with an ETA on stderr (a line per step when not a terminal)."""
+
+    def __init__(self, total: int, stream=sys.stderr, width: int = 28):
+        self.total, self.stream, self.width = total, stream, width
+        self.start = time.monotonic()
+        self.tty = stream.isatty()
+
+    def __call__(self, outcome, done: int, total: int) -> None:
+        elapsed = time.monotonic() - self.start
+        eta = elapsed / done * (total - done)
+        filled = int(self.width * done / total)
+        bar = "#" * filled + "-" * (self.width - filled)
+        last = f"{outcome.submission.student}/{outcome.submission.assignment}"
+        line = (f"grading [{bar}] {done}/{total}  elapsed {_clock(elapsed)}  "
+                f"ETA {_clock(eta)}  last: {last}")
+        if self.tty:
+            self.stream.write("\r" + line + ("\n" if done == total else ""))
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+
+def _clock(seconds: float) -> str:
+    minutes, seconds = divmod(int(round(seconds)), 60)
+    return f"{minutes}:{seconds:02d}"
+
+
+def unpack_zip(root: Path, archive: Path) -> int:
+    """Add the submissions of a zip (``[submitted/]STUDENT/ASSIGNMENT/FILE``) to submitted/.
+
+    Files already under submitted/ are never overwritten. Returns the number of files added.
+    """
+    if not zipfile.is_zipfile(archive):
+        raise CourseError(f"{archive} is not a zip file")
+    added = 0
+    with zipfile.ZipFile(archive) as zf:
+        for info in zf.infolist():
+            parts = [p for p in Path(info.filename).parts if p not in ("", ".")]
+            if parts and parts[0] == "submitted":
+                parts = parts[1:]
+            if info.is_dir() or len(parts) < 3 or ".." in parts or parts[0].startswith("__"):
+                continue
+            target = root.joinpath("submitted", *parts)
+            if target.exists():
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(zf.read(info))
+            added += 1
+    return added
+
+
+# -- commands ---------------------------------------------------------------------------
+def cmd_release(args) -> int:
+    root = course_root(args.course)
+    release(root, assignments_of(root, args.assignments))
+    return 0
+
+
+def cmd_grade(args) -> int:
+    from autograd_course.grading import parallel, report
+
+    root = course_root(args.course)
+    names = assignments_of(root, args.assignments)
+    if args.jobs < 1:
+        raise CourseError(f"--jobs must be at least 1 (got {args.jobs})")
+    if args.zip:
+        print(f"added {unpack_zip(root, Path(args.zip))} files from {args.zip} to submitted/")
+    submissions = parallel.find_submissions(root, names, args.student)
+    if not submissions:
+        who = f" for {', '.join(args.student)}" if args.student else ""
+        raise CourseError(f"no submissions under {root / 'submitted'} for "
+                          f"{', '.join(names)}{who} (expected submitted/STUDENT/ASSIGNMENT/)")
+    ensure_in_gradebook(root, names)
+    print(f"grading {len(submissions)} submissions of {', '.join(names)} "
+          f"with {args.jobs} parallel jobs")
+    outcomes = parallel.grade_class(root, submissions, args.jobs, Progress(len(submissions)))
+    parallel.export_grades(root, root / "grades.csv")
+    records = parallel.records_of(root, submissions)
+    for name in names:
+        paths = report.write_report([r for r in records if r.assignment == name],
+                                    root / "reports" / name, title=f"Class report: {name}")
+        print(f"class report {name}: {paths['html']} (also {paths['csv'].name}, "
+              f"{paths['png'].name})")
+    print(f"grades: {root / 'grades.csv'}; feedback: {root / 'feedback'}")
+    summarise(outcomes, records)
+    return 0
+
+
+def summarise(outcomes, records) -> None:
+    """Print the failed and flagged submissions, with reasons."""
+    failed = [o for o in outcomes if not o.ok]
+    flagged = [r for r in records if r.flags]
+    troubled = [r for r in records if (r.failure or r.notes) and not r.flags]
+    print(f"\n{len(outcomes)} submissions graded: {len(failed)} could not be graded, "
+          f"{len(flagged)} flagged for tampering, {len(troubled)} graded with a problem")
+    for outcome in failed:
+        last = (outcome.error.strip().splitlines() or ["unknown error"])[-1]
+        print(f"  FAILED  {outcome.submission.student}/{outcome.submission.assignment}: {last}")
+    for rec in flagged:
+        print(f"  FLAGGED {rec.student}/{rec.assignment}/{rec.notebook}: {rec.flags[0]}"
+              + (f" (+{len(rec.flags) - 1} more)" if len(rec.flags) > 1 else ""))
+    for rec in troubled:
+        reason = rec.failure or "; ".join(rec.notes)
+        print(f"  PROBLEM {rec.student}/{rec.assignment}/{rec.notebook}: {reason}")
+
+
+def check_notebook(root: Path, notebook: Path, jobs: int = 1):
+    """Grade one notebook as the instructor's autograde would; return its grade records.
+
+    A temporary course holds the assignment (from source/), the gradebook and the notebook
+    as the submission of a student 'self'; it is graded by the same code as ``grade``.
+    """
+    from autograd_course.grading import parallel
+    from autograd_course.grading.course import nbgrader
+
+    assignment = notebook.stem
+    assignments_of(root, [assignment])
+    with tempfile.TemporaryDirectory(prefix="autograd-course-check-") as tmp:
+        work = Path(tmp)
+        shutil.copy2(root / "nbgrader_config.py", work / "nbgrader_config.py")
+        shutil.copytree(root / "source" / assignment, work / "source" / assignment)
+        result = nbgrader(work, "generate_assignment", assignment, "--force")
+        if result.returncode != 0:
+            raise CourseError(f"could not prepare {assignment}: "
+                              + (result.stderr.strip().splitlines() or ["?"])[-1])
+        folder = work / "submitted" / "self" / assignment
+        folder.mkdir(parents=True)
+        shutil.copy2(notebook, folder / notebook.name)
+        submissions = [parallel.Submission("self", assignment)]
+        outcomes = parallel.grade_class(work, submissions, jobs)
+        if not outcomes[0].ok:
+            raise CourseError(f"{notebook} could not be graded: "
+                              + (outcomes[0].error.strip().splitlines() or ["?"])[-1])
+        return parallel.records_of(work, submissions)
+
+
+def cmd_check(args) -> int:
+    notebook = Path(args.notebook)
+    if not notebook.is_file():
+        raise CourseError(f"{notebook}: no such file")
+    if notebook.suffix != ".ipynb":
+        raise CourseError(f"{notebook}: not a notebook (expected NN_topic.ipynb)")
+    root = course_root(args.course)
+    for rec in check_notebook(root, notebook.resolve()):
+        print(f"{rec.assignment}/{rec.notebook}.ipynb")
+        for q in rec.questions:
+            mark = "PASS" if q["passed"] else "FAIL"
+            print(f"  {mark} {q['question']}: {q['score'] or 0:g}/{q['points']:g}"
+                  + (f"  {q['message']}" if q["message"] else ""))
+        for line in rec.notes + ([rec.failure] if rec.failure else []) + rec.flags:
+            print(f"  note: {line}")
+        print(f"  total: {rec.score:g}/{rec.max_score:g}")
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from autograd_course.grading import demo
+    from autograd_course.grading.course import nbgrader, submit
+
+    root = course_root(args.course)
+    assignment = assignments_of(root, [args.assignment])[0]
+    out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="autograd-course-demo-"))
+    if out.exists() and any(out.iterdir()):
+        raise CourseError(f"{out} is not empty; give --out a new folder")
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(root / "nbgrader_config.py", out / "nbgrader_config.py")
+    shutil.copytree(root / "source" / assignment, out / "source" / assignment)
+    result = nbgrader(out, "generate_assignment", assignment, "--force")
+    if result.returncode != 0:
+        raise CourseError("nbgrader generate_assignment failed in the demo course")
+    notebooks = demo.synthetic_class(out / "source" / assignment / f"{assignment}.ipynb",
+                                     out / "release" / assignment / f"{assignment}.ipynb",
+                                     assignment, demo.DEMO_CLASS)
+    for student, nb in notebooks.items():
+        submit(out, student, assignment, assignment, nb)
+    submit(out, "gauss", assignment, assignment, b"{ this upload is not a notebook")
+    print(f"demo course in {out}: {len(notebooks) + 1} synthetic students "
+          f"({', '.join(f'{s} ({p})' for s, p in demo.DEMO_CLASS)}, gauss (not a notebook))")
+    args.course, args.assignments, args.student, args.zip = str(out), [assignment], [], None
+    return cmd_grade(args)
+
+
+# -- parser -----------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of ``autograd-course``."""
     parser = argparse.ArgumentParser(
@@ -15,7 +270,34 @@ def build_parser() -> argparse.ArgumentParser:
         description="An auto-graded Jupyter course on PyTorch's automatic differentiation.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser.add_argument("--course", default=".", metavar="DIR",
+                        help="the course root (default: the current directory)")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = commands.add_parser("release", help="generate the student versions and the gradebook")
+    p.add_argument("assignments", nargs="*", metavar="ASSIGNMENT", help="default: all units")
+    p.set_defaults(run=cmd_release)
+
+    p = commands.add_parser("grade", help="autograde submitted/, feedback, grades.csv, report")
+    p.add_argument("assignments", nargs="*", metavar="ASSIGNMENT", help="default: all units")
+    p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1,
+                   help="parallel grading jobs (default: the number of cores)")
+    p.add_argument("--student", action="append", default=[], metavar="ID",
+                   help="grade only this student (repeatable)")
+    p.add_argument("--zip", metavar="FILE",
+                   help="first add the submissions of a zip (STUDENT/ASSIGNMENT/FILE inside)")
+    p.set_defaults(run=cmd_grade)
+
+    p = commands.add_parser("check", help="self-check one notebook against the hidden tests")
+    p.add_argument("notebook", metavar="NOTEBOOK",
+                   help="e.g. release/01_gradients/01_gradients.ipynb")
+    p.set_defaults(run=cmd_check)
+
+    p = commands.add_parser("demo", help="grade a synthetic class end to end (a dry run)")
+    p.add_argument("--assignment", default=UNITS[0], help=f"default: {UNITS[0]}")
+    p.add_argument("--out", metavar="DIR", help="where to build the demo course (a new folder)")
+    p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1)
+    p.set_defaults(run=cmd_demo)
     return parser
 
 
@@ -26,4 +308,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stdout)
         return 0
-    return 0
+    try:
+        return args.run(args)
+    except CourseError as exc:
+        print(f"autograd-course {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"autograd-course {args.command}: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,145 @@
+"""autograd-course: its commands, parallel grading equal to serial nbgrader, the self-check."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from autograd_course import cli
+from autograd_course.grading import course, demo, parallel, record
+from autograd_course.grading.report import normalise_message
+
+ASSIGNMENT = "01_gradients"
+CLASS = [("ada", "right"), ("blaise", "mistakes"), ("carl", "blank"), ("dora", "mixed"),
+         ("fermat", "tamper")]
+
+
+def run(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "autograd_course", *args], cwd=cwd,
+                          capture_output=True, text=True)
+
+
+def test_help_lists_every_command():
+    result = run("--help")
+    assert result.returncode == 0
+    for command in ("release", "grade", "check", "demo"):
+        assert command in result.stdout
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["grade", "no_such_unit"], "no assignment 'no_such_unit'"),
+    (["grade", "--jobs", "0"], "--jobs must be at least 1"),
+    (["check", "missing.ipynb"], "missing.ipynb: no such file"),
+    (["check", "README.md"], "not a notebook"),
+    (["--course", "/", "release"], "is not a course root"),
+    (["grade", "--zip", "README.md"], "is not a zip file"),
+])
+def test_bad_arguments_get_one_clear_line(root, args, says):
+    result = run(*args, cwd=root)
+    assert result.returncode == 2
+    assert says in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_grade_without_submissions_says_where_it_looked(tmp_path, root):
+    shutil.copy2(root / "nbgrader_config.py", tmp_path)
+    shutil.copytree(root / "source" / ASSIGNMENT, tmp_path / "source" / ASSIGNMENT)
+    result = run("grade", ASSIGNMENT, cwd=tmp_path)
+    assert result.returncode == 2
+    assert "no submissions under" in result.stderr and "submitted/STUDENT/ASSIGNMENT" in (
+        result.stderr)
+
+
+@pytest.fixture(scope="module")
+def two_courses(tmp_path_factory, root):
+    """The same synthetic class twice: graded by serial nbgrader, and by autograd-course."""
+    base = tmp_path_factory.mktemp("cli")
+    serial = course.make_course(base / "serial", root, [ASSIGNMENT])
+    notebooks = demo.synthetic_class(
+        serial / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb",
+        serial / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", ASSIGNMENT, CLASS, seed=1)
+    for student, nb in notebooks.items():
+        course.submit(serial, student, ASSIGNMENT, ASSIGNMENT, nb)
+    shutil.copytree(serial, base / "parallel")
+    parallel_course = base / "parallel"
+    # one more student arrives in a zip, as nbgrader's zip_collect would take it
+    archive = base / "late.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.write(serial / "submitted" / "ada" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb",
+                 f"zoe/{ASSIGNMENT}/{ASSIGNMENT}.ipynb")
+    before = course.snapshot(parallel_course / "submitted")
+    assert course.nbgrader(serial, "autograde", ASSIGNMENT, "--force").returncode == 0
+    graded = run("grade", ASSIGNMENT, "--jobs", "2", "--zip", str(archive), cwd=parallel_course)
+    return dict(serial=serial, parallel=parallel_course, graded=graded, before=before)
+
+
+def test_parallel_scores_equal_serial_nbgrader(two_courses):
+    assert two_courses["graded"].returncode == 0, two_courses["graded"].stderr[-2000:]
+    serial = course.gradebook_scores(two_courses["serial"], ASSIGNMENT)
+    parallel_scores = course.gradebook_scores(two_courses["parallel"], ASSIGNMENT)
+    assert parallel_scores.pop("zoe") == serial["ada"]
+    assert parallel_scores == serial
+    assert serial["ada"] == 7 and serial["carl"] == 0 and serial["fermat"] == 0
+    for student, _ in CLASS:
+        mine, theirs = (record.GradeRecord.read(c / "autograded" / student / ASSIGNMENT
+                                                / f"{ASSIGNMENT}{record.SUFFIX}")
+                        for c in (two_courses["parallel"], two_courses["serial"]))
+        # hidden tests draw fresh random inputs, so numbers in messages may differ
+        assert [(q["question"], q["score"], normalise_message(q["message"]))
+                for q in mine.questions] == [
+            (q["question"], q["score"], normalise_message(q["message"]))
+            for q in theirs.questions], student
+        assert bool(mine.flags) == bool(theirs.flags)
+
+
+def test_grade_writes_grades_feedback_report_and_summary(two_courses):
+    where = two_courses["parallel"]
+    out = two_courses["graded"].stdout
+    lines = (where / "grades.csv").read_text().splitlines()
+    assert lines[0].startswith("assignment,duedate,timestamp,student_id")
+    assert len(lines) == 1 + len(CLASS) + 1
+    for student in [s for s, _ in CLASS] + ["zoe"]:
+        assert (where / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html").is_file()
+    for name in ("report.csv", "report.png", "report.html"):
+        assert (where / "reports" / ASSIGNMENT / name).is_file()
+    assert "FLAGGED fermat/01_gradients" in out
+    assert "grading [" in two_courses["graded"].stderr and "ETA" in two_courses["graded"].stderr
+
+
+def test_submitted_is_unchanged_apart_from_the_zip(two_courses):
+    after = course.snapshot(two_courses["parallel"] / "submitted")
+    added = {k for k in after if k.startswith("zoe/")}
+    assert added == {f"zoe/{ASSIGNMENT}/{ASSIGNMENT}.ipynb"}
+    assert {k: v for k, v in after.items() if k not in added} == two_courses["before"]
+
+
+@pytest.mark.parametrize("student", ["ada", "blaise", "fermat"])
+def test_self_check_agrees_with_the_instructors_autograde(two_courses, root, student):
+    notebook = two_courses["serial"] / "submitted" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    (mine,) = cli.check_notebook(root, notebook)
+    theirs = record.GradeRecord.read(two_courses["serial"] / "autograded" / student / ASSIGNMENT
+                                     / f"{ASSIGNMENT}{record.SUFFIX}")
+    assert [(q["question"], q["score"]) for q in mine.questions] == [
+        (q["question"], q["score"]) for q in theirs.questions]
+    assert mine.score == theirs.score
+
+
+def test_check_prints_points_and_messages(root, tmp_path):
+    notebook = tmp_path / f"{ASSIGNMENT}.ipynb"
+    shutil.copy2(root / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", notebook)
+    result = run("check", str(notebook), cwd=root)
+    assert result.returncode == 0, result.stderr
+    assert "FAIL q1_grad_of_test: 0/2  NotImplementedError" in result.stdout
+    assert "total: 0/7" in result.stdout
+
+
+def test_find_submissions_filters_students(tmp_path):
+    for student in ("a", "b"):
+        (tmp_path / "submitted" / student / ASSIGNMENT).mkdir(parents=True)
+    found = parallel.find_submissions(tmp_path, [ASSIGNMENT], ["b"])
+    assert found == [parallel.Submission("b", ASSIGNMENT)]
