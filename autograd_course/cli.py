@@ -13,12 +13,14 @@ are reported in the summary and never change the exit status.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import shutil
 import sys
 import tempfile
 import time
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from autograd_course import __version__
@@ -139,7 +141,7 @@ def cmd_release(args) -> int:
 
 
 def cmd_grade(args) -> int:
-    from autograd_course.grading import parallel, report
+    from autograd_course.grading import parallel
 
     root = course_root(args.course)
     names = assignments_of(root, args.assignments)
@@ -155,9 +157,16 @@ def cmd_grade(args) -> int:
     ensure_in_gradebook(root, names)
     print(f"grading {len(submissions)} submissions of {', '.join(names)} "
           f"with {args.jobs} parallel jobs")
-    outcomes = parallel.grade_class(root, submissions, args.jobs, Progress(len(submissions)))
+    # The report needs matplotlib: import it while the workers grade, not after.
+    report_import = ThreadPoolExecutor(max_workers=1)
+    outcomes = parallel.grade_class(
+        root, submissions, args.jobs, Progress(len(submissions)),
+        while_grading=lambda: report_import.submit(importlib.import_module,
+                                                   "autograd_course.grading.report"))
     parallel.export_grades(root, root / "grades.csv")
     records = parallel.records_of(root, submissions)
+    report_import.shutdown(wait=True)
+    report = importlib.import_module("autograd_course.grading.report")
     for name in names:
         paths = report.write_report([r for r in records if r.assignment == name],
                                     root / "reports" / name, title=f"Class report: {name}")

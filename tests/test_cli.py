@@ -11,7 +11,6 @@ import pytest
 
 from autograd_course import cli
 from autograd_course.grading import course, demo, parallel, record
-from autograd_course.grading.report import normalise_message
 
 ASSIGNMENT = "01_gradients"
 CLASS = [("ada", "right"), ("blaise", "mistakes"), ("carl", "blank"), ("dora", "mixed"),
@@ -89,10 +88,11 @@ def test_parallel_scores_equal_serial_nbgrader(two_courses):
         mine, theirs = (record.GradeRecord.read(c / "autograded" / student / ASSIGNMENT
                                                 / f"{ASSIGNMENT}{record.SUFFIX}")
                         for c in (two_courses["parallel"], two_courses["serial"]))
-        # hidden tests draw fresh random inputs, so numbers in messages may differ
-        assert [(q["question"], q["score"], normalise_message(q["message"]))
+        # hidden tests draw fresh random inputs, so a wrong answer may fail a different
+        # check in another run; the kind of error and the score may not differ
+        assert [(q["question"], q["score"], q["message"].split(":")[0])
                 for q in mine.questions] == [
-            (q["question"], q["score"], normalise_message(q["message"]))
+            (q["question"], q["score"], q["message"].split(":")[0])
             for q in theirs.questions], student
         assert bool(mine.flags) == bool(theirs.flags)
 

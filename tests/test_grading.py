@@ -80,7 +80,8 @@ def test_tampering_is_flagged_with_what_was_detected(graded, student):
 
 
 def test_honest_work_is_never_flagged(graded):
-    for student in ("right", "wrong", "blank", "endless_loop", "megabytes_output"):
+    for student in ("right", "wrong", "blank", "endless_loop", "megabytes_output", "os_exit",
+                    "crash_in_test", "runaway_memory", "deleted_cells", "not_json"):
         assert _record(graded, student).flags == [], student
 
 

@@ -168,11 +168,13 @@ def merge(root: Path, outcome: Outcome) -> None:
 
 
 def grade_class(root: Path, submissions: list[Submission], jobs: int,
-                on_done: Callable[[Outcome, int, int], None] | None = None) -> list[Outcome]:
+                on_done: Callable[[Outcome, int, int], None] | None = None,
+                while_grading: Callable[[], object] | None = None) -> list[Outcome]:
     """Grade ``submissions`` with ``jobs`` worker processes; merge each result as it comes.
 
     The course's gradebook must already hold the assignments (``autograd-course release``).
-    ``on_done(outcome, done, total)`` is called in the main process after each merge.
+    ``on_done(outcome, done, total)`` is called in the main process after each merge;
+    ``while_grading()`` once every worker has been forked (so a thread it starts is safe).
     """
     root = Path(root).resolve()
     warnings.filterwarnings("ignore", module="nbgrader")  # SQLAlchemy's notes on nbgrader's API
@@ -188,6 +190,9 @@ def grade_class(root: Path, submissions: list[Submission], jobs: int,
                                  mp_context=context, initializer=_start_worker,
                                  initargs=(str(root), assignments, str(snapshot))) as pool:
             futures = [pool.submit(_grade_in_worker, s) for s in submissions]
+            # With "fork", the pool starts all its workers at the first submit.
+            if while_grading:
+                while_grading()
             for submission, future in zip(submissions, futures, strict=True):
                 future.submission = submission
             for future in as_completed(futures):

@@ -356,7 +356,11 @@ class GuardedExecute(Execute):
             raise RuntimeError(
                 "the grader's first cell failed: " + json.dumps(prologue.outputs)[:500]
             )
-        for (role, index), cell in zip(plan.roles, plan.cells, strict=True):
+        ran = [i for i, c in enumerate(plan.cells)
+               if c.get("execution_count") is not None or c.get("outputs")]
+        last_run = ran[-1] if ran else -1  # where the kernel was when it died, if it did
+        for position, ((role, index), cell) in enumerate(
+                zip(plan.roles, plan.cells, strict=True)):
             if role == "prologue" or index not in plan.tokens:
                 continue
             tokens = plan.tokens[index]
@@ -376,7 +380,8 @@ class GuardedExecute(Execute):
                     for name in json.loads(match.group(1)):
                         flags.append(f"replaced {name}: found before {grade_id}")
             elif role == "test":
-                self._judge_test(cell, tokens, grade_id, flags)
+                died_here = failure is not None and position == last_run
+                self._judge_test(cell, tokens, grade_id, flags, failure if died_here else None)
             elif role == "canary":
                 errors = [o for o in cell.outputs if o.output_type == "error"]
                 honest = any(
@@ -391,7 +396,8 @@ class GuardedExecute(Execute):
         return flags, reasons
 
     @staticmethod
-    def _judge_test(cell, tokens, grade_id, flags) -> None:
+    def _judge_test(cell, tokens, grade_id, flags, died: str | None) -> None:
+        """Pass only a test that printed its end token; ``died`` names a kernel death in it."""
         finished = tokens["end"] in _stdout(cell)
         for output in cell.outputs:
             if output.output_type == "stream" and tokens["end"] in output.text:
@@ -400,7 +406,9 @@ class GuardedExecute(Execute):
                 )
         cell.outputs = [o for o in cell.outputs if not (o.output_type == "stream" and not o.text)]
         failed = any(o.output_type == "error" for o in cell.outputs)
-        if not finished and not failed:
+        if not finished and not failed and died:
+            cell.outputs.insert(0, _error("KernelDied", died))
+        elif not finished and not failed:
             flags.append(
                 f"kernel hides failures: {grade_id} stopped before its end without an error"
             )
