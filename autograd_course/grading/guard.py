@@ -193,17 +193,19 @@ def reset(token: str) -> list[str]:
                 else:
                     shell.__dict__.pop(name, None)
         for name in ("input_transformers_post", "ast_transformers"):
-            if list(getattr(shell, name)) != _shell_state[name]:
+            kept = _reconcile(list(getattr(shell, name)), _shell_state, name)
+            if kept is not None:
                 changed.append(f"IPython shell.{name}")
-                setattr(shell, name, list(_shell_state[name]))
+                setattr(shell, name, kept)
         if shell.input_transformer_manager is not _shell_state["input_transformer_manager"]:
             changed.append("IPython shell.input_transformer_manager")
             shell.input_transformer_manager = _shell_state["input_transformer_manager"]
         manager = shell.input_transformer_manager
         for name in TRANSFORMER_LISTS:
-            if list(getattr(manager, name, ())) != _shell_state[f"manager.{name}"]:
+            kept = _reconcile(list(getattr(manager, name, ())), _shell_state, f"manager.{name}")
+            if kept is not None:
                 changed.append(f"IPython input_transformer_manager.{name}")
-                setattr(manager, name, list(_shell_state[f"manager.{name}"]))
+                setattr(manager, name, kept)
         kernel = getattr(shell, "kernel", None)
         for name in KERNEL_ATTRIBUTES:
             if kernel is not None and kernel.__dict__.get(name) is not _shell_state.get(
@@ -211,11 +213,12 @@ def reset(token: str) -> list[str]:
             ):
                 changed.append(f"ipykernel kernel.{name}")
                 kernel.__dict__.pop(name, None)
-        events = {k: list(v) for k, v in shell.events.callbacks.items()}
-        if events != _shell_state["events"]:
-            changed.append("IPython shell.events")
-            for key, callbacks in _shell_state["events"].items():
-                shell.events.callbacks[key] = list(callbacks)
+        for key in shell.events.callbacks:
+            _shell_state["events"].setdefault(key, [])
+            kept = _reconcile(list(shell.events.callbacks[key]), _shell_state["events"], key)
+            if kept is not None:
+                changed.append(f"IPython shell.events[{key!r}]")
+                shell.events.callbacks[key] = kept
         if shell.custom_exceptions != _shell_state["custom_exceptions"]:
             changed.append("IPython shell.set_custom_exc")
             shell.set_custom_exc((), None)
@@ -225,6 +228,37 @@ def reset(token: str) -> list[str]:
                 shell.user_ns[user_name] = original
     builtins.print(f"{token}:reset:{json.dumps(sorted(set(changed)))}")
     return changed
+
+
+def _made_in_notebook(obj: object) -> bool:
+    """Whether a hook was written in the notebook (by the student), not by a library."""
+    for candidate in (obj, getattr(obj, "__func__", None), getattr(obj, "func", None),
+                      type(obj)):
+        if candidate is None:
+            continue
+        module = getattr(candidate, "__module__", None)
+        filename = getattr(getattr(candidate, "__code__", None), "co_filename", "")
+        if module == "__main__" or "ipykernel_" in filename or filename.startswith("<"):
+            return True
+    return False
+
+
+def _reconcile(current: list, state: dict, key: str) -> list | None:
+    """Compare a hook list with its baseline in ``state[key]``.
+
+    Hooks that libraries add (matplotlib's inline backend registers one when pyplot is
+    imported) join the baseline. If the notebook's own code added a hook, or a hook of the
+    baseline was removed, return the list to restore (baseline plus the libraries' hooks);
+    otherwise None.
+    """
+    baseline = state[key]
+    added = [hook for hook in current if not any(hook is b or hook == b for b in baseline)]
+    removed = [b for b in baseline if not any(b is hook or b == hook for hook in current)]
+    from_libraries = [hook for hook in added if not _made_in_notebook(hook)]
+    state[key] = baseline + from_libraries
+    if removed or len(from_libraries) != len(added):
+        return list(state[key])
+    return None
 
 
 def canary(token: str) -> None:

@@ -43,8 +43,11 @@ FORBIDDEN_IMPORTS = {
 }
 DYNAMIC_CALLS = {"exec", "eval", "compile", "__import__", "globals", "vars", "breakpoint"}
 ATTRIBUTE_CALLS = {"setattr", "delattr"}
-# Magics that only change how a cell is shown or timed.
-HARMLESS_MAGICS = {"matplotlib", "time", "timeit", "capture", "precision"}
+# Magics that only change how a cell is shown or timed, or reload code: name -> the start
+# its argument must have ("" for any).
+HARMLESS_MAGICS = {"matplotlib": "", "time": "", "timeit": "", "capture": "", "precision": "",
+                   "config": "InlineBackend", "load_ext": "autoreload", "autoreload": "",
+                   "who": "", "whos": ""}
 
 
 @dataclass(frozen=True)
@@ -179,7 +182,12 @@ class _Visitor(ast.NodeVisitor):
             magic = (
                 node.args[0].value if node.args and isinstance(node.args[0], ast.Constant) else ""
             )
-            if not (func.attr in {"run_line_magic", "run_cell_magic"} and magic in HARMLESS_MAGICS):
+            argument = (node.args[1].value if len(node.args) > 1
+                        and isinstance(node.args[1], ast.Constant) else "")
+            harmless = (func.attr in {"run_line_magic", "run_cell_magic"}
+                        and magic in HARMLESS_MAGICS
+                        and str(argument).strip().startswith(HARMLESS_MAGICS[magic]))
+            if not harmless:
                 self.flag(node, f"uses the IPython shell ({_dotted(func)})")
             return  # the arguments of a harmless magic need no look
         elif isinstance(func, ast.Name) and func.id == "get_ipython":
