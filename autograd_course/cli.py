@@ -181,8 +181,10 @@ def summarise(outcomes, records) -> None:
     """Print the failed and flagged submissions, with reasons."""
     failed = [o for o in outcomes if not o.ok]
     flagged = [r for r in records if r.flags]
-    troubled = [r for r in records if (r.failure or r.notes) and not r.flags]
-    print(f"\n{len(outcomes)} submissions graded: {len(failed)} could not be graded, "
+    not_graded = {(o.submission.student, o.submission.assignment) for o in failed}
+    troubled = [r for r in records if (r.failure or r.notes) and not r.flags
+                and (r.student, r.assignment) not in not_graded]
+    print(f"\n{len(outcomes)} submissions: {len(failed)} could not be graded (0 points), "
           f"{len(flagged)} flagged for tampering, {len(troubled)} graded with a problem")
     for outcome in failed:
         last = (outcome.error.strip().splitlines() or ["unknown error"])[-1]

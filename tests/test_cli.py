@@ -7,6 +7,7 @@ import subprocess
 import sys
 import zipfile
 
+import nbformat
 import pytest
 
 from autograd_course import cli
@@ -71,6 +72,11 @@ def two_courses(tmp_path_factory, root):
     with zipfile.ZipFile(archive, "w") as zf:
         zf.write(serial / "submitted" / "ada" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb",
                  f"zoe/{ASSIGNMENT}/{ASSIGNMENT}.ipynb")
+    # a student whose code kills the grading process (the kernel's parent)
+    killer = course.fill(serial / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", {})
+    killer.cells.insert(2, nbformat.v4.new_code_cell(
+        "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)"))
+    course.submit(parallel_course, "mallory", ASSIGNMENT, ASSIGNMENT, killer)
     before = course.snapshot(parallel_course / "submitted")
     assert course.nbgrader(serial, "autograde", ASSIGNMENT, "--force").returncode == 0
     graded = run("grade", ASSIGNMENT, "--jobs", "2", "--zip", str(archive), cwd=parallel_course)
@@ -82,6 +88,7 @@ def test_parallel_scores_equal_serial_nbgrader(two_courses):
     serial = course.gradebook_scores(two_courses["serial"], ASSIGNMENT)
     parallel_scores = course.gradebook_scores(two_courses["parallel"], ASSIGNMENT)
     assert parallel_scores.pop("zoe") == serial["ada"]
+    assert parallel_scores.pop("mallory") == 0  # graded 0, with the reason in her record
     assert parallel_scores == serial
     assert serial["ada"] == 7 and serial["carl"] == 0 and serial["fermat"] == 0
     for student, _ in CLASS:
@@ -102,12 +109,16 @@ def test_grade_writes_grades_feedback_report_and_summary(two_courses):
     out = two_courses["graded"].stdout
     lines = (where / "grades.csv").read_text().splitlines()
     assert lines[0].startswith("assignment,duedate,timestamp,student_id")
-    assert len(lines) == 1 + len(CLASS) + 1
-    for student in [s for s, _ in CLASS] + ["zoe"]:
+    assert len(lines) == 1 + len(CLASS) + 2  # the class, zoe and mallory
+    for student in [s for s, _ in CLASS] + ["zoe"]:  # all but mallory, who was not graded
         assert (where / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html").is_file()
     for name in ("report.csv", "report.png", "report.html"):
         assert (where / "reports" / ASSIGNMENT / name).is_file()
     assert "FLAGGED fermat/01_gradients" in out
+    assert "FAILED  mallory/01_gradients: the grading worker was killed" in out
+    mallory = record.GradeRecord.read(where / "autograded" / "mallory" / ASSIGNMENT
+                                      / f"{ASSIGNMENT}{record.SUFFIX}")
+    assert mallory.score == 0 and "worker was killed" in mallory.failure
     assert "grading [" in two_courses["graded"].stderr and "ETA" in two_courses["graded"].stderr
 
 

@@ -82,7 +82,7 @@ def test_tampering_is_flagged_with_what_was_detected(graded, student):
 def test_honest_work_is_never_flagged(graded):
     for student in ("right", "wrong", "blank", "endless_loop", "megabytes_output", "os_exit",
                     "crash_in_test", "runaway_memory", "deleted_cells", "not_json",
-                    "honest_plotting"):
+                    "honest_plotting", "odd_outputs"):
         assert _record(graded, student).flags == [], student
 
 
@@ -146,6 +146,7 @@ PROTECTED = {"check_tensor": "autograd_course.checks.check_tensor"}
     "def f(x):\n    with torch.no_grad():\n        x -= 0.1 * x.grad\n    return x",
     "this is not python",
     "%config InlineBackend.figure_format = 'retina'\n%load_ext autoreload\n%autoreload 2",
+    "import torch\ntorch.backends.cudnn.deterministic = True",
 ])
 def test_scan_leaves_honest_code_alone(honest):
     assert scan.scan_source(honest, "q1", PROTECTED) == []
@@ -163,6 +164,7 @@ def test_scan_leaves_honest_code_alone(honest):
     ("import sys\nsys.modules['torch'] = fake", "sys.modules"),
     ("%config InteractiveShell.ast_node_interactivity = 'none'", "run_line_magic"),
     ("%load_ext my_extension", "run_line_magic"),
+    ("%%time\ntorch.allclose = f", "torch.allclose"),
 ])
 def test_scan_names_each_tampering_attempt(tampering, named):
     findings = scan.scan_source(tampering, "q1", PROTECTED)

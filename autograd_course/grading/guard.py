@@ -61,7 +61,9 @@ PROTECTED = {
         "str",
         "__import__",
     ],
-    "autograd_course.checks": None,  # every public function of the course's check helpers
+    # every name of the course's check helpers, private ones too: the checks compare through
+    # private references (_allclose, _close, _fail...) captured when they were imported
+    "autograd_course.checks": None,
 }
 # Attributes of the IPython shell that decide how a cell runs and how its errors are shown.
 SHELL_ATTRIBUTES = [
@@ -83,6 +85,11 @@ SHELL_ATTRIBUTES = [
 KERNEL_ATTRIBUTES = ["do_execute", "execute_request", "send_response"]
 SHELL_LISTS = ["input_transformers_post", "ast_transformers", "custom_exceptions"]
 TRANSFORMER_LISTS = ["cleanup_transforms", "line_transforms", "token_transformers"]
+
+# Only these libraries may add event callbacks (matplotlib's inline backend adds one when
+# pyplot is imported), and only from their installed files.
+EVENT_LIBRARIES = {"matplotlib_inline", "matplotlib", "ipywidgets", "IPython", "ipykernel",
+                   "comm", "traitlets"}
 
 _captured: dict[str, tuple[object, str, object]] = {}
 _shell_state: dict[str, object] = {}
@@ -123,11 +130,7 @@ def install() -> None:
         except ImportError:
             continue
         if attributes is None:
-            attributes = [
-                n
-                for n in getattr(module, "__all__", dir(module))
-                if not n.startswith("_") and callable(getattr(module, n, None))
-            ]
+            attributes = [n for n in vars(module) if not n.startswith("__")]
         for dotted in attributes:
             try:
                 owner, name = _resolve(module, dotted)
@@ -193,19 +196,17 @@ def reset(token: str) -> list[str]:
                 else:
                     shell.__dict__.pop(name, None)
         for name in ("input_transformers_post", "ast_transformers"):
-            kept = _reconcile(list(getattr(shell, name)), _shell_state, name)
-            if kept is not None:
+            if list(getattr(shell, name)) != _shell_state[name]:
                 changed.append(f"IPython shell.{name}")
-                setattr(shell, name, kept)
+                setattr(shell, name, list(_shell_state[name]))
         if shell.input_transformer_manager is not _shell_state["input_transformer_manager"]:
             changed.append("IPython shell.input_transformer_manager")
             shell.input_transformer_manager = _shell_state["input_transformer_manager"]
         manager = shell.input_transformer_manager
         for name in TRANSFORMER_LISTS:
-            kept = _reconcile(list(getattr(manager, name, ())), _shell_state, f"manager.{name}")
-            if kept is not None:
+            if list(getattr(manager, name, ())) != _shell_state[f"manager.{name}"]:
                 changed.append(f"IPython input_transformer_manager.{name}")
-                setattr(manager, name, kept)
+                setattr(manager, name, list(_shell_state[f"manager.{name}"]))
         kernel = getattr(shell, "kernel", None)
         for name in KERNEL_ATTRIBUTES:
             if kernel is not None and kernel.__dict__.get(name) is not _shell_state.get(
@@ -230,31 +231,32 @@ def reset(token: str) -> list[str]:
     return changed
 
 
-def _made_in_notebook(obj: object) -> bool:
-    """Whether a hook was written in the notebook (by the student), not by a library."""
-    for candidate in (obj, getattr(obj, "__func__", None), getattr(obj, "func", None),
-                      type(obj)):
-        if candidate is None:
-            continue
-        module = getattr(candidate, "__module__", None)
-        filename = getattr(getattr(candidate, "__code__", None), "co_filename", "")
-        if module == "__main__" or "ipykernel_" in filename or filename.startswith("<"):
-            return True
-    return False
+def _from_library(hook: object) -> bool:
+    """Whether an event callback comes from an installed library of :data:`EVENT_LIBRARIES`."""
+    import os
+    import site
+
+    function = getattr(hook, "__func__", None) or getattr(hook, "func", None) or hook
+    module_name = getattr(function, "__module__", None) or ""
+    module = sys.modules.get(module_name)
+    filename = os.path.realpath(getattr(module, "__file__", "") or "")
+    installed = [os.path.realpath(p) for p in site.getsitepackages()]
+    return (module_name.split(".")[0] in EVENT_LIBRARIES
+            and any(filename.startswith(p + os.sep) for p in installed))
 
 
 def _reconcile(current: list, state: dict, key: str) -> list | None:
     """Compare a hook list with its baseline in ``state[key]``.
 
-    Hooks that libraries add (matplotlib's inline backend registers one when pyplot is
-    imported) join the baseline. If the notebook's own code added a hook, or a hook of the
-    baseline was removed, return the list to restore (baseline plus the libraries' hooks);
-    otherwise None.
+    Callbacks that known libraries add from their installed files (matplotlib's inline backend
+    registers one when pyplot is imported) join the baseline. If anything else was added, or
+    a callback of the baseline was removed, return the list to restore (baseline plus the
+    libraries' callbacks); otherwise None.
     """
     baseline = state[key]
     added = [hook for hook in current if not any(hook is b or hook == b for b in baseline)]
     removed = [b for b in baseline if not any(b is hook or b == hook for hook in current)]
-    from_libraries = [hook for hook in added if not _made_in_notebook(hook)]
+    from_libraries = [hook for hook in added if _from_library(hook)]
     state[key] = baseline + from_libraries
     if removed or len(from_libraries) != len(added):
         return list(state[key])

@@ -20,6 +20,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,12 +70,12 @@ def find_submissions(root: Path, assignments: Iterable[str], students: Iterable[
 _worker: dict = {}
 
 
-def _start_worker(root: str, assignments: list[str], gradebook: str) -> None:
+def _start_worker(root: str, assignments: list[str], gradebook: str, tmp: str) -> None:
     """Set up this worker's private course directory (runs once per worker process)."""
     from nbgrader.apps import NbGraderAPI
     from nbgrader.apps.baseapp import NbGrader
 
-    work = Path(tempfile.mkdtemp(prefix="autograd-course-worker-"))
+    work = Path(tempfile.mkdtemp(prefix="worker-", dir=tmp))
     # Kernels and nbgrader write warnings to stderr; keep them in the worker's log so that
     # the command's own output (progress, summary) stays readable.
     log = open(work / "worker.log", "w")  # noqa: SIM115 - open for the worker's lifetime
@@ -175,40 +176,79 @@ def grade_class(root: Path, submissions: list[Submission], jobs: int,
     The course's gradebook must already hold the assignments (``autograd-course release``).
     ``on_done(outcome, done, total)`` is called in the main process after each merge;
     ``while_grading()`` once every worker has been forked (so a thread it starts is safe).
+    A submission that kills its worker process (a signal to the parent, the OOM killer)
+    stops only that pool: the submissions it left unfinished are graded again, one pool
+    each, and only one that kills its worker again is reported as not graded.
     """
     root = Path(root).resolve()
     warnings.filterwarnings("ignore", module="nbgrader")  # SQLAlchemy's notes on nbgrader's API
     outcomes: list[Outcome] = []
     if not submissions:
         return outcomes
-    assignments = sorted({s.assignment for s in submissions})
+
+    def finish(outcome: Outcome) -> None:
+        if outcome.ok:
+            merge(root, outcome)
+        else:
+            record_failure(root, outcome)
+        outcomes.append(outcome)
+        if on_done:
+            on_done(outcome, len(outcomes), len(submissions))
+
     with tempfile.TemporaryDirectory(prefix="autograd-course-grade-") as tmp:
-        snapshot = Path(tmp) / GRADEBOOK
-        shutil.copy2(root / GRADEBOOK, snapshot)
+        shutil.copy2(root / GRADEBOOK, Path(tmp) / GRADEBOOK)
+        pool = _Pool(root, sorted({s.assignment for s in submissions}), Path(tmp))
+        unfinished = pool.run(submissions, jobs, finish, while_grading)
+        for submission in unfinished:  # the pool broke: again, each alone
+            for left in pool.run([submission], 1, finish):
+                finish(Outcome(left, False, 0.0, error="the grading worker was killed while "
+                               "grading this submission (a signal, or out of memory)"))
+    order = {s: i for i, s in enumerate(submissions)}
+    return sorted(outcomes, key=lambda o: order[o.submission])
+
+
+def record_failure(root: Path, outcome: Outcome) -> None:
+    """Give a submission that could not be graded 0 points, and a grade record saying why."""
+    student, assignment = outcome.submission.student, outcome.submission.assignment
+    reason = (outcome.error.strip().splitlines() or ["it could not be graded"])[-1]
+    folder = Path(root) / "autograded" / student / assignment
+    with Gradebook(f"sqlite:///{Path(root) / GRADEBOOK}") as gb:
+        gb.update_or_create_student(student)
+        submission = gb.update_or_create_submission(assignment, student)
+        for notebook in submission.notebooks:
+            questions = []
+            for grade in notebook.grades:
+                grade.auto_score, grade.needs_manual_grade = 0, False
+                questions.append(dict(question=grade.name, points=grade.max_score, score=0,
+                                      passed=False, message=f"NotGraded: {reason}"))
+            record.GradeRecord(student=student, assignment=assignment, notebook=notebook.name,
+                               questions=questions, failure=reason
+                               ).write(folder / f"{notebook.name}{record.SUFFIX}")
+        gb.db.commit()
+
+
+class _Pool:
+    """Worker processes with private courses under ``tmp`` (removed with it)."""
+
+    def __init__(self, root: Path, assignments: list[str], tmp: Path):
+        self.initargs = (str(root), assignments, str(tmp / GRADEBOOK), str(tmp))
+
+    def run(self, submissions, jobs, finish, started=None) -> list[Submission]:
+        """Grade ``submissions``; return those left unfinished because the pool broke."""
+        unfinished = []
         context = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(max_workers=max(1, min(jobs, len(submissions))),
                                  mp_context=context, initializer=_start_worker,
-                                 initargs=(str(root), assignments, str(snapshot))) as pool:
-            futures = [pool.submit(_grade_in_worker, s) for s in submissions]
-            # With "fork", the pool starts all its workers at the first submit.
-            if while_grading:
-                while_grading()
-            for submission, future in zip(submissions, futures, strict=True):
-                future.submission = submission
+                                 initargs=self.initargs) as pool:
+            futures = {pool.submit(_grade_in_worker, s): s for s in submissions}
+            if started:  # with "fork", the pool starts all its workers at the first submit
+                started()
             for future in as_completed(futures):
                 try:
-                    outcome = future.result()
-                except Exception as exc:  # a worker died: that submission could not be graded
-                    outcome = Outcome(future.submission, False, 0.0, error=repr(exc))
-                if outcome.ok:
-                    merge(root, outcome)
-                outcomes.append(outcome)
-                if on_done:
-                    on_done(outcome, len(outcomes), len(submissions))
-        for workdir in {o.workdir for o in outcomes if o.workdir}:  # the workers' courses
-            shutil.rmtree(workdir, ignore_errors=True)
-    order = {s: i for i, s in enumerate(submissions)}
-    return sorted(outcomes, key=lambda o: order[o.submission])
+                    finish(future.result())
+                except BrokenProcessPool:
+                    unfinished.append(futures[future])
+        return unfinished
 
 
 def records_of(root: Path, submissions: list[Submission]) -> list[record.GradeRecord]:

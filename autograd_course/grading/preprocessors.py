@@ -86,26 +86,35 @@ def release_notebook(config, assignment: str, notebook: str) -> NotebookNode | N
 class TolerantNotebookExporter(NotebookExporter):
     """A notebook exporter that reads a broken file as an empty submission, with a note."""
 
-    def from_filename(self, filename, resources=None, **kw):
+    def from_file(self, file_stream, resources=None, **kw):
+        name = os.path.basename(getattr(file_stream, "name", "the notebook"))
         try:
-            with open(filename, encoding="utf-8") as handle:
-                nb = nbformat.read(handle, as_version=4)
-            _repair_duplicate_ids(nb)
+            nb = nbformat.read(file_stream, as_version=4)
+        except Exception as exc:  # not JSON, not UTF-8, not a notebook at all
+            return self.from_notebook_node(self._empty(name, exc), resources=resources, **kw)
+        _repair_duplicate_ids(nb)
+        try:
             nbformat.validate(nb)
-        except Exception as exc:  # any unreadable file: JSON, encoding, schema
-            reason = f"{os.path.basename(filename)} is not a valid notebook ({_short(exc)})"
-            self.log.warning("%s: graded as an empty submission", reason)
-            nb = nbformat.v4.new_notebook()
-            nb.metadata.kernelspec = {
-                "name": "python3",
-                "display_name": "Python 3",
-                "language": "python",
-            }
-            _notes(nb).append(reason + "; graded as an empty submission")
-            resources = self._init_resources(resources)
-            resources.setdefault("metadata", {})["path"] = os.path.dirname(filename)
-            return self.from_notebook_node(nb, resources=resources, **kw)
-        return super().from_filename(filename, resources=resources, **kw)
+        except Exception as exc:  # e.g. an output a tool wrote with keys the schema forbids
+            for cell in nb.cells:
+                if cell.cell_type == "code":
+                    cell.outputs, cell.execution_count = [], None
+            try:
+                nbformat.validate(nb)
+            except Exception:
+                return self.from_notebook_node(self._empty(name, exc), resources=resources, **kw)
+            _notes(nb).append(f"{name} had invalid parts ({_short(exc)}); its outputs were "
+                              "dropped and the notebook was graded")
+        return self.from_notebook_node(nb, resources=resources, **kw)
+
+    def _empty(self, name: str, exc: BaseException) -> NotebookNode:
+        reason = f"{name} is not a valid notebook ({_short(exc)})"
+        self.log.warning("%s: graded as an empty submission", reason)
+        nb = nbformat.v4.new_notebook()
+        nb.metadata.kernelspec = {"name": "python3", "display_name": "Python 3",
+                                  "language": "python"}
+        _notes(nb).append(reason + "; graded as an empty submission")
+        return nb
 
 
 def _repair_duplicate_ids(nb: NotebookNode) -> None:

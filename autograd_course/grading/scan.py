@@ -29,6 +29,8 @@ PROTECTED_ROOTS = {
     "unittest",
     "pytest",
 }
+# Attributes of protected modules that are settings a student may change.
+SETTINGS = ("torch.backends.",)
 FORBIDDEN_IMPORTS = {
     "builtins",
     "IPython",
@@ -104,6 +106,8 @@ class _Visitor(ast.NodeVisitor):
                 self._check_target(element, verb)
             return
         if isinstance(target, ast.Attribute | ast.Subscript):
+            if _dotted(target).startswith(SETTINGS):
+                return  # library settings, such as torch.backends.cudnn.deterministic
             if _root_name(target) in PROTECTED_ROOTS:
                 self.flag(target, f"{verb} {_dotted(target)}")
             elif _root_name(target) == "get_ipython":
@@ -189,7 +193,11 @@ class _Visitor(ast.NodeVisitor):
                         and str(argument).strip().startswith(HARMLESS_MAGICS[magic]))
             if not harmless:
                 self.flag(node, f"uses the IPython shell ({_dotted(func)})")
-            return  # the arguments of a harmless magic need no look
+            body = node.args[2] if func.attr == "run_cell_magic" and len(node.args) > 2 else None
+            if isinstance(body, ast.Constant) and isinstance(body.value, str):
+                # a cell magic's body is code too (%%time, %%capture run it)
+                self.findings.extend(scan_source(body.value, self.cell, self.protected_names))
+            return
         elif isinstance(func, ast.Name) and func.id == "get_ipython":
             self.flag(node, "uses the IPython shell (get_ipython)")
         self.generic_visit(node)
