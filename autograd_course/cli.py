@@ -16,6 +16,7 @@ import argparse
 import importlib
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -197,6 +198,17 @@ def summarise(outcomes, records) -> None:
         print(f"  PROBLEM {rec.student}/{rec.assignment}/{rec.notebook}: {reason}")
 
 
+def temporary_course(dest: Path, root: Path, assignment: str) -> Path:
+    """A course in ``dest`` with ``assignment`` released from ``root``'s source/ and config."""
+    from autograd_course.grading.course import make_course
+
+    try:
+        return make_course(dest, root, [assignment])
+    except subprocess.CalledProcessError as exc:
+        raise CourseError(f"could not prepare {assignment}: "
+                          + ((exc.stderr or "").strip().splitlines() or ["?"])[-1]) from None
+
+
 def check_notebook(root: Path, notebook: Path, jobs: int = 1):
     """Grade one notebook as the instructor's autograde would; return its grade records.
 
@@ -204,18 +216,11 @@ def check_notebook(root: Path, notebook: Path, jobs: int = 1):
     as the submission of a student 'self'; it is graded by the same code as ``grade``.
     """
     from autograd_course.grading import parallel
-    from autograd_course.grading.course import nbgrader
 
     assignment = notebook.stem
     assignments_of(root, [assignment])
     with tempfile.TemporaryDirectory(prefix="autograd-course-check-") as tmp:
-        work = Path(tmp)
-        shutil.copy2(root / "nbgrader_config.py", work / "nbgrader_config.py")
-        shutil.copytree(root / "source" / assignment, work / "source" / assignment)
-        result = nbgrader(work, "generate_assignment", assignment, "--force")
-        if result.returncode != 0:
-            raise CourseError(f"could not prepare {assignment}: "
-                              + (result.stderr.strip().splitlines() or ["?"])[-1])
+        work = temporary_course(Path(tmp), root, assignment)
         folder = work / "submitted" / "self" / assignment
         folder.mkdir(parents=True)
         shutil.copy2(notebook, folder / notebook.name)
@@ -248,19 +253,14 @@ def cmd_check(args) -> int:
 
 def cmd_demo(args) -> int:
     from autograd_course.grading import demo
-    from autograd_course.grading.course import nbgrader, submit
+    from autograd_course.grading.course import submit
 
     root = course_root(args.course)
     assignment = assignments_of(root, [args.assignment])[0]
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="autograd-course-demo-"))
     if out.exists() and any(out.iterdir()):
         raise CourseError(f"{out} is not empty; give --out a new folder")
-    out.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(root / "nbgrader_config.py", out / "nbgrader_config.py")
-    shutil.copytree(root / "source" / assignment, out / "source" / assignment)
-    result = nbgrader(out, "generate_assignment", assignment, "--force")
-    if result.returncode != 0:
-        raise CourseError("nbgrader generate_assignment failed in the demo course")
+    temporary_course(out, root, assignment)
     notebooks = demo.synthetic_class(out / "source" / assignment / f"{assignment}.ipynb",
                                      out / "release" / assignment / f"{assignment}.ipynb",
                                      assignment, demo.DEMO_CLASS)

@@ -72,9 +72,9 @@ def _course_paths(config, resources) -> tuple[CourseDirectory, str, str]:
     return coursedir, info.get("assignment", ""), info.get("notebook", "")
 
 
-def release_notebook(config, assignment: str, notebook: str) -> NotebookNode | None:
+def release_notebook(coursedir: CourseDirectory, assignment: str, notebook: str
+                     ) -> NotebookNode | None:
     """Return the student version of a notebook from release/, or None when it is missing."""
-    coursedir = CourseDirectory(config=config)
     path = Path(coursedir.format_path(coursedir.release_directory, ".", assignment)) / (
         notebook + ".ipynb"
     )
@@ -140,7 +140,7 @@ class RepairSubmission(NbGraderPreprocessor):
 
     def preprocess(self, nb, resources):
         coursedir, assignment, notebook = _course_paths(self.config, resources)
-        template = release_notebook(self.config, assignment, notebook)
+        template = release_notebook(coursedir, assignment, notebook)
         if template is None:
             return nb, resources
         present = {_grade_id(c): c for c in nb.cells if _grade_id(c)}

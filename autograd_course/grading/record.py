@@ -58,8 +58,3 @@ def diagnostic(outputs) -> str:
             )
     return ""
 
-
-def records(autograded: Path, assignment: str | None = None) -> list[GradeRecord]:
-    """All grade records under ``autograded/`` (optionally of one assignment), sorted."""
-    pattern = f"*/{assignment or '*'}/*{SUFFIX}"
-    return [GradeRecord.read(p) for p in sorted(Path(autograded).glob(pattern))]
