@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 LAB_ARGS ?= --no-browser
 PORT ?= 8888
 
-.PHONY: lab test lint demo install graphviz kernel clean-venv
+.PHONY: lab test lint demo install debian-packages kernel clean-venv
 
 install: $(STAMP)
 
@@ -21,16 +21,21 @@ $(STAMP): requirements.txt requirements-dev.txt constraints.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	@touch $(STAMP)
 
-# Graphviz's `dot` draws the computation graphs. As root (CI) install Debian's package;
-# otherwise say how, and go on (the notebooks then show graphs as text).
-graphviz:
-	@if ! command -v dot >/dev/null; then \
+# Debian packages the course uses: Graphviz's `dot` draws the computation graphs; bubblewrap
+# sandboxes the student's kernel while it is graded. As root (CI) install what is missing;
+# otherwise say how, and go on (graphs are then shown as text; grading runs unsandboxed and
+# says so in every grade record).
+debian-packages:
+	@missing=""; \
+	command -v dot >/dev/null || missing="$$missing graphviz"; \
+	command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
+	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "Installing Graphviz (dot) from Debian's packages..."; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null; \
+	    echo "Installing Debian packages:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	  else \
-	    echo "Graphviz's dot is missing: graphs will be shown as text."; \
-	    echo "  Install it with: sudo apt-get install graphviz  (macOS: brew install graphviz; conda: conda install -c conda-forge graphviz)"; \
+	    echo "Missing Debian packages:$$missing (graphs are shown as text; grading is not sandboxed)"; \
+	    echo "  Install them with: sudo apt-get install$$missing  (Graphviz on macOS: brew install graphviz)"; \
 	  fi; \
 	fi
 
@@ -40,17 +45,17 @@ kernel: $(STAMP)
 	  --display-name "Python 3 (autograd course)" >/dev/null
 	@echo "Kernel 'autograd-course' registered."
 
-lab: $(STAMP) graphviz kernel
+lab: $(STAMP) debian-packages kernel
 	@echo "Opening JupyterLab at the course root: http://localhost:$(PORT)/lab (the token URL follows)"
 	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --port=$(PORT) $(LAB_ARGS) \
 	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
-test: $(STAMP) graphviz
+test: $(STAMP) debian-packages
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # An instructor's dry run: a synthetic class graded end to end in a temporary course.
-demo: $(STAMP) graphviz
+demo: $(STAMP) debian-packages
 	$(BIN)/autograd-course demo
 
 lint: $(STAMP)

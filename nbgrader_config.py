@@ -26,7 +26,7 @@ c.LimitOutput.max_lines = 200
 # Keep at most this many traceback lines per error in graded notebooks.
 c.LimitOutput.max_traceback = 30
 
-# --- Safe autograding (autograd_course.grading; see the README's instructor section) ---
+# --- Trusted autograding (autograd_course.grading; see the README's instructor section) ---
 # Read a file that is not a valid notebook as an empty submission, with a reason.
 c.Autograde.exporter_class = "autograd_course.grading.preprocessors.TolerantNotebookExporter"
 # Before running: put back deleted cells from release/ and note edited locked cells.
@@ -38,9 +38,10 @@ c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.OverwriteCells",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
-# Run with grader cells around every test, then save grades and write the grade record.
+# Run the student's cells in a sandboxed kernel and the test cells in the judge, outside it;
+# then save the judge's grades and write the grade record.
 c.Autograde.autograde_preprocessors = [
-    "autograd_course.grading.preprocessors.GuardedExecute",
+    "autograd_course.grading.preprocessors.JudgedExecute",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
@@ -49,8 +50,12 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.CheckCellMetadata",
     "autograd_course.grading.preprocessors.RecordResults",
 ]
-# Kill a grading kernel whose memory grows past this many MiB (runaway allocations).
-c.GuardedExecute.memory_limit_mb = 4096
+# Limits of a grading kernel: memory (MiB) and CPU seconds for the whole notebook.
+c.JudgedExecute.memory_limit_mb = 4096
+c.JudgedExecute.cpu_seconds = 1800
+# Run the kernel in bubblewrap (no network, no view of the course); where bubblewrap cannot
+# run, grading goes on unsandboxed and says so in every record, unless this is True.
+c.JudgedExecute.require_sandbox = False
 # Feedback shows results and diagnostics, never hidden-test code or its tracebacks.
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",

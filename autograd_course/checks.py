@@ -21,104 +21,34 @@ values; ``reveal=True`` (visible checks) adds them, together with the actual one
 >>> check_tensor(torch.tensor([4.0, 8.0]), torch.tensor([2.0, 4.0]), name="x.grad")
 Traceback (most recent call last):
 ...
-autograd_course.checks.CheckError: x.grad is twice the right value: the gradient was accumulated...
+autograd_course.checks.CheckError: x.grad is twice the right value: ...
 
-Tamper resistance: student code runs in the same kernel as the tests and could replace
-``torch.allclose`` (or ``isinstance``...) by a function that always agrees. This module captures
-private references to everything it compares with when it is imported, and uses only those
-afterwards; :data:`REFERENCES` maps each public name to the captured original, and
-:func:`tampered_references` lists the names that no longer point to it.
+Two places run these checks. In a student's own kernel (and in ``nbgrader validate``) a test
+cell runs as written. When the course grades, a test cell runs in the judge
+(:mod:`autograd_course.grading.judge`), outside the student's kernel: the student's names are
+then stand-ins that fetch values from the kernel or call functions there
+(:class:`~autograd_course.wire.RemoteFunction`), :func:`run_answer` and :func:`in_kernel`
+send calls into the kernel, the autograd facts of a tensor are those the kernel reported
+(:func:`~autograd_course.wire.facts`), and :func:`fresh` draws from the judge's seeded
+generator. Test code reads the same either way.
 """
 
 from __future__ import annotations
 
-import builtins
 import contextlib
 import io
-import math
 import os
-import sys
 import warnings
+from contextvars import ContextVar
 
 import torch
 
-# --- captured at import time; the checks below use only these references -------------------
-_allclose = torch.allclose
-_equal = torch.equal
-_isclose = torch.isclose
-_isfinite = torch.isfinite
-_all = torch.all
-_is_tensor = torch.is_tensor
-_as_tensor = torch.as_tensor
-_zeros_like = torch.zeros_like
-_no_grad = torch.no_grad
-_Generator = torch.Generator
-_rand = torch.rand
-_Tensor = torch.Tensor
-_float64 = torch.float64
-_isinstance = builtins.isinstance
-_issubclass = builtins.issubclass
-_type = builtins.type
-_callable = builtins.callable
-_len = builtins.len
-_abs = builtins.abs
-_bool = builtins.bool
-_float = builtins.float
-_int = builtins.int
-_str = builtins.str
-_tuple = builtins.tuple
-_list = builtins.list
-_BaseException = builtins.BaseException
-_math_isclose = math.isclose
-_math_isfinite = math.isfinite
-_catch_warnings = warnings.catch_warnings
-_simplefilter = warnings.simplefilter
-_redirect_stdout = contextlib.redirect_stdout
-_redirect_stderr = contextlib.redirect_stderr
-_StringIO = io.StringIO
-_urandom = os.urandom
-_from_bytes = builtins.int.from_bytes
+from autograd_course.wire import Handle, facts
 
-#: Public name -> the original object this module captured when it was imported. A grader can
-#: check e.g. ``torch.allclose is REFERENCES["torch.allclose"]`` after running student code.
-REFERENCES: dict[str, object] = {
-    "torch.allclose": _allclose,
-    "torch.equal": _equal,
-    "torch.isclose": _isclose,
-    "torch.isfinite": _isfinite,
-    "torch.all": _all,
-    "torch.is_tensor": _is_tensor,
-    "torch.as_tensor": _as_tensor,
-    "torch.zeros_like": _zeros_like,
-    "torch.no_grad": _no_grad,
-    "torch.Generator": _Generator,
-    "torch.rand": _rand,
-    "torch.Tensor": _Tensor,
-    "builtins.isinstance": _isinstance,
-    "builtins.issubclass": _issubclass,
-    "builtins.type": _type,
-    "builtins.callable": _callable,
-    "builtins.len": _len,
-    "builtins.abs": _abs,
-    "math.isclose": _math_isclose,
-    "math.isfinite": _math_isfinite,
-    "warnings.catch_warnings": _catch_warnings,
-    "warnings.simplefilter": _simplefilter,
-    "os.urandom": _urandom,
-}
+#: The judge running the current test cell, when it runs in the judge (None in a kernel).
+JUDGE: ContextVar = ContextVar("autograd_course_judge", default=None)
 
 _NONLEAF_WARNING = "not a leaf Tensor is being accessed"
-
-
-def tampered_references() -> list[str]:
-    """Return the names in :data:`REFERENCES` that no longer point to the captured original."""
-    changed = []
-    for dotted, original in REFERENCES.items():
-        module_name, _, attribute = dotted.rpartition(".")
-        module = sys.modules.get(module_name)
-        if module is None or getattr(module, attribute, None) is not original:
-            changed.append(dotted)
-    return changed
 
 
 class CheckError(AssertionError):
@@ -126,7 +56,7 @@ class CheckError(AssertionError):
 
     ``diagnosis`` is a short code of the mistake ("none", "accumulated", "sign", "shape",
     "dtype", "graph", "leaf", "values", ...); ``expected`` the expected value (never part of
-    the message unless ``reveal`` is true).
+    the message unless ``reveal`` is true). In a notebook it shows as one short red line.
     """
 
     def __init__(self, message: str, diagnosis: str, expected=None, reveal: bool = False):
@@ -135,80 +65,114 @@ class CheckError(AssertionError):
         self.expected = expected
         self.reveal = reveal
 
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows instead of a traceback: the diagnosis alone."""
+        return [f"\x1b[0;31mCheckError\x1b[0m: {self}"]
+
+
+class StudentError(Exception):
+    """The student's function raised an exception while the judge called it in the kernel."""
+
+    def __init__(self, label: str, type_name: str, message: str):
+        super().__init__(f"{label} raised {type_name}: {message}")
+        self.label, self.type_name, self.message = label, type_name, message
+
 
 def _fail(diagnosis: str, message: str, expected=None, reveal: bool = False):
     raise CheckError(message, diagnosis, expected, reveal)
 
 
 def _is_a_tensor(value) -> bool:
-    return _isinstance(value, _Tensor)
+    return isinstance(value, torch.Tensor)
 
 
-def _read_grad(t):
-    """``t.grad`` without the UserWarning PyTorch emits for non-leaf tensors (stderr = 0 points)."""
-    with _catch_warnings():
-        _simplefilter("ignore")
-        return t.grad
+def _type_name(value) -> str:
+    if isinstance(value, Handle):
+        return f"{value.type_name} (an object kept in your kernel)"
+    return type(value).__name__
 
 
 def _graph_label(t) -> str:
-    fn = t.grad_fn
-    return "none" if fn is None else _type(fn).__name__
+    return facts(t).grad_fn or "none"
 
 
 def _close(a, b, rtol, atol) -> bool:
-    return _bool(_allclose(a, b, rtol=rtol, atol=atol))
+    return bool(torch.allclose(a, b, rtol=rtol, atol=atol))
 
 
 def _fmt(t) -> str:
-    return _str(t.detach().tolist()) if _is_a_tensor(t) else _str(t)
+    return str(t.detach().tolist()) if _is_a_tensor(t) else str(t)
+
+
+def _guard(expected) -> None:
+    """In the judge: refuse an expected value that a test function carried into the kernel."""
+    judge = JUDGE.get()
+    if judge is not None:
+        judge.check_not_sent(expected)
 
 
 # --- fresh random inputs ------------------------------------------------------------------
 
 
-def _generator():
-    return _Generator().manual_seed(_from_bytes(_urandom(7), "little"))
+def _generator() -> torch.Generator:
+    judge = JUDGE.get()
+    if judge is not None:
+        return judge.generator()
+    return torch.Generator().manual_seed(int.from_bytes(os.urandom(7), "little"))
 
 
 def fresh(*shape, low: float = -2.0, high: float = 2.0, dtype=torch.float32) -> torch.Tensor:
-    """A new tensor of uniform random values in [low, high), from an unpredictable seed.
+    """A new tensor of uniform random values in [low, high).
 
-    It does not use (or disturb) PyTorch's global random generator, so a student's
-    ``torch.manual_seed`` cannot predict it. The result has ``requires_grad=False``.
+    In a kernel the seed is unpredictable; in the judge it comes from the grader's secret and
+    the test (so a regrade draws the same inputs). It never uses PyTorch's global generator,
+    so a student's ``torch.manual_seed`` cannot predict it. The result does not require grad.
     """
-    u = _rand(_tuple(shape), generator=_generator(), dtype=_float64)
+    u = torch.rand(tuple(shape), generator=_generator(), dtype=torch.float64)
     return (low + (high - low) * u).to(dtype)
 
 
 def fresh_float(low: float, high: float) -> float:
-    """A Python float drawn uniformly from [low, high) with an unpredictable seed."""
-    return _float(fresh(low=low, high=high, dtype=_float64).item())
+    """A Python float drawn uniformly from [low, high) (see :func:`fresh`)."""
+    return float(fresh(low=low, high=high, dtype=torch.float64).item())
 
 
 def fresh_int(low: int, high: int) -> int:
-    """A Python int drawn uniformly from low..high (inclusive) with an unpredictable seed."""
-    return _int(low + _int(fresh(low=0.0, high=1.0, dtype=_float64).item() * (high - low + 1)))
+    """A Python int drawn uniformly from low..high, both included (see :func:`fresh`)."""
+    return int(low + int(fresh(low=0.0, high=1.0, dtype=torch.float64).item() * (high - low + 1)))
 
 
 # --- calling the student's function -------------------------------------------------------
 
 
-def run_answer(fn, *args, name: str | None = None, **kwargs):
+def run_answer(fn, *args, name: str | None = None, autograd: bool = True, **kwargs):
     """Call the student's ``fn(*args, **kwargs)`` and return its result.
 
     Warnings raised inside are captured (a warning printed to stderr makes nbgrader give the
-    test cell 0 points). Reading ``.grad`` of a non-leaf tensor is reported as the mistake it
-    is. Output printed by ``fn`` is discarded.
+    test cell 0 points), and printed output is discarded. Reading ``.grad`` of a non-leaf
+    tensor is reported as the mistake it is. With ``autograd=False`` the call runs under
+    ``torch.no_grad()``, where ``backward()`` fails: for questions that ask for a gradient by
+    hand. In the judge, ``fn`` runs in the student's kernel.
     """
     label = name or f"{getattr(fn, '__name__', 'your function')}(...)"
-    if not _callable(fn):
-        _fail("type", f"{label}: expected a function, got a {_type(fn).__name__}.")
-    with _catch_warnings(record=True) as caught, _redirect_stdout(_StringIO()):
-        _simplefilter("always")
-        result = fn(*args, **kwargs)
-    for warning in caught:
-        if _NONLEAF_WARNING in _str(warning.message):
+    if not callable(fn):
+        _fail("type", f"{label}: expected a function, got a {_type_name(fn)}.")
+    try:
+        if hasattr(fn, "remote_call"):
+            result, caught = fn.remote_call(args, kwargs, label=label, no_grad=not autograd)
+        else:
+            result, caught = _call_here(fn, args, kwargs, no_grad=not autograd)
+    except (StudentError, RuntimeError) as error:
+        if not autograd and _is_no_grad_failure(error):
+            _fail(
+                "autograd",
+                f"{label} uses autograd (backward() or torch.autograd), but this question asks "
+                "for the derivative by hand. The tests call it with recording switched off "
+                "(torch.no_grad()), where backward() fails: write the formula instead.",
+            )
+        raise
+    for message in caught:
+        if _NONLEAF_WARNING in message:
             _fail(
                 "leaf",
                 f"{label} reads .grad of a non-leaf tensor (the result of an operation). "
@@ -219,12 +183,65 @@ def run_answer(fn, *args, name: str | None = None, **kwargs):
     return result
 
 
+def _call_here(fn, args, kwargs, *, no_grad: bool):
+    with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(
+            io.StringIO()):
+        warnings.simplefilter("always")
+        with torch.no_grad() if no_grad else contextlib.nullcontext():
+            result = fn(*args, **kwargs)
+    return result, [str(w.message) for w in caught]
+
+
+def _is_no_grad_failure(error: BaseException) -> bool:
+    text = str(error)
+    return "does not require grad" in text or "does not have a grad_fn" in text
+
+
+def in_kernel(fn, *args, name: str | None = None):
+    """Run the test's own ``fn(*args)`` where the student's objects live, and return its result.
+
+    In a kernel this is just ``fn(*args)``. In the judge, ``fn`` is sent into the student's
+    kernel and runs there: use it to build an input that must carry its graph (a tensor sent
+    into the kernel arrives without one), or to drive an object that stays in the kernel (a
+    ``Value`` node, an ``nn.Module``) and read numbers from it. ``fn`` must not close over an
+    expected value: the kernel could read it.
+    """
+    judge = JUDGE.get()
+    if judge is None:
+        return fn(*args)
+    label = name or f"{getattr(fn, '__name__', 'a test function')}(...)"
+    return judge.call(fn, args, {}, label=label)[0]
+
+
+def current(value):
+    """Return ``value`` as it is now where the student's code runs (itself, in a kernel).
+
+    In the judge, a value that came from the kernel is a copy made when it arrived, and a
+    test's own argument only ever travels as a copy that the student's code cannot change
+    here: this reads the kernel's object again, e.g. the caller's tensor after the student's
+    function ran (did it change it?), or a snapshot after another tensor changed in place.
+    """
+    judge = JUDGE.get()
+    return value if judge is None else judge.current(value)
+
+
+def visible_checks_passed(question: str, *, format_only: bool = False) -> None:
+    """Say, in one line, that the visible checks of ``question`` passed (not in the judge)."""
+    if JUDGE.get() is not None:
+        return
+    if format_only:
+        print(f"{question}: your answer has the right format. This check covers only the "
+              "format: whether it is right is checked when the notebook is graded.")
+    else:
+        print(f"{question}: visible checks passed; hidden tests run when the notebook is graded.")
+
+
 # --- values ---------------------------------------------------------------------------------
 
 
 def _compare(actual, expected, name, rtol, atol, reveal, hint, mistakes, what="value"):
     """Compare two tensors of equal shape and name the mistake if they differ."""
-    if not _bool(_all(_isfinite(actual))):
+    if not bool(torch.isfinite(actual).all()):
         _fail(
             "nan",
             f"{name} contains NaN or infinite values: check for a division by zero, a "
@@ -235,10 +252,10 @@ def _compare(actual, expected, name, rtol, atol, reveal, hint, mistakes, what="v
     if _close(actual, expected, rtol, atol):
         return
     for candidate, diagnosis, message in mistakes:
-        candidate = _as_tensor(candidate, dtype=expected.dtype)
+        candidate = torch.as_tensor(candidate, dtype=expected.dtype)
         if candidate.shape == expected.shape and _close(actual, candidate, rtol, atol):
             _fail(diagnosis, f"{name}: {message}", expected, reveal)
-    zero = _zeros_like(expected)
+    zero = torch.zeros_like(expected)
     if not _close(expected, zero, 0.0, atol):
         if _close(actual, -expected, rtol, atol):
             _fail(
@@ -309,7 +326,8 @@ def check_tensor(
     ``hint`` is added to the generic "wrong values" message; ``reveal=True`` adds the
     expected and actual values (visible checks only).
     """
-    expected = _as_tensor(expected)
+    _guard(expected)
+    expected = torch.as_tensor(expected)
     if actual is None:
         _fail(
             "none",
@@ -322,22 +340,22 @@ def check_tensor(
         )
     if not _is_a_tensor(actual):
         extra = ""
-        if _isinstance(actual, (_int, _float)):
+        if isinstance(actual, int | float):
             extra = " Wrap a number with torch.tensor(...), or return the tensor itself."
         _fail(
             "type",
-            f"{name} should be a torch.Tensor, but it is a {_type(actual).__name__}.{extra}",
+            f"{name} should be a torch.Tensor, but it is a {_type_name(actual)}.{extra}",
             expected,
             reveal,
         )
-    if _tuple(actual.shape) != _tuple(expected.shape):
+    if tuple(actual.shape) != tuple(expected.shape):
         extra = ""
         if actual.dim() == 0 and expected.dim() > 0:
             extra = " A 0-dimensional result: did you sum or average where you should not?"
         _fail(
             "shape",
-            f"{name} has the wrong shape: {_tuple(actual.shape)} instead of "
-            f"{_tuple(expected.shape)}.{extra}",
+            f"{name} has the wrong shape: {tuple(actual.shape)} instead of "
+            f"{tuple(expected.shape)}.{extra}",
             expected,
             reveal,
         )
@@ -349,9 +367,9 @@ def check_tensor(
             expected,
             reveal,
         )
-    with _no_grad():
-        a = actual.detach().to(_float64)
-        e = expected.detach().to(_float64)
+    with torch.no_grad():
+        a = actual.detach().to(torch.float64)
+        e = expected.detach().to(torch.float64)
         _compare(a, e, name, rtol, atol, reveal, hint, mistakes)
 
 
@@ -368,6 +386,7 @@ def check_number(
 ) -> None:
     """Check that ``actual`` is a Python number close to ``expected`` (same diagnoses as
     :func:`check_tensor`). A one-element tensor is refused with a hint to use ``.item()``."""
+    _guard(expected)
     if actual is None:
         _fail("none", f"{name} is None: did your function return its result?", expected, reveal)
     if _is_a_tensor(actual):
@@ -378,26 +397,26 @@ def check_number(
             expected,
             reveal,
         )
-    if _isinstance(actual, _bool) or not _isinstance(actual, (_int, _float)):
+    if isinstance(actual, bool) or not isinstance(actual, int | float):
         _fail(
             "type",
-            f"{name} should be a number (float), but it is a {_type(actual).__name__}.",
+            f"{name} should be a number (float), but it is a {_type_name(actual)}.",
             expected,
             reveal,
         )
-    a = _as_tensor([_float(actual)], dtype=_float64)
-    e = _as_tensor([_float(expected)], dtype=_float64)
+    a = torch.as_tensor([float(actual)], dtype=torch.float64)
+    e = torch.as_tensor([float(expected)], dtype=torch.float64)
     _compare(a, e, name, rtol, atol, reveal, hint, mistakes)
 
 
 def check_equal(actual, expected, name: str = "result", *, hint=None, reveal=False) -> None:
     """Check ``actual == expected`` for plain Python values (bools, ints, strings, None)."""
-    if _type(actual) is _type(expected) and actual == expected:
+    if type(actual) is type(expected) and actual == expected:
         return
-    if _type(actual) is not _type(expected) and expected is not None and actual is not None:
+    if type(actual) is not type(expected) and expected is not None and actual is not None:
         _fail(
             "type",
-            f"{name} should be a {_type(expected).__name__}, but it is a {_type(actual).__name__}.",
+            f"{name} should be a {type(expected).__name__}, but it is a {_type_name(actual)}.",
             expected,
             reveal,
         )
@@ -411,14 +430,14 @@ def check_equal(actual, expected, name: str = "result", *, hint=None, reveal=Fal
 
 def check_tuple(answer, length: int, name: str = "result") -> tuple:
     """Check that ``answer`` is a tuple (or list) of ``length`` items; return it as a tuple."""
-    if not _isinstance(answer, (_tuple, _list)):
+    if not isinstance(answer, tuple | list):
         _fail(
             "type",
-            f"{name} should be a tuple of {length} items, but it is a {_type(answer).__name__}.",
+            f"{name} should be a tuple of {length} items, but it is a {_type_name(answer)}.",
         )
-    if _len(answer) != length:
-        _fail("shape", f"{name} should have {length} items, but it has {_len(answer)}.")
-    return _tuple(answer)
+    if len(answer) != length:
+        _fail("shape", f"{name} should have {length} items, but it has {len(answer)}.")
+    return tuple(answer)
 
 
 def check_shape(t, shape, name: str = "result", *, dtype=None) -> None:
@@ -426,9 +445,9 @@ def check_shape(t, shape, name: str = "result", *, dtype=None) -> None:
     if t is None:
         _fail("none", f"{name} is None: did you assign or return your answer?")
     if not _is_a_tensor(t):
-        _fail("type", f"{name} should be a torch.Tensor, but it is a {_type(t).__name__}.")
-    if _tuple(t.shape) != _tuple(shape):
-        _fail("shape", f"{name} has the wrong shape: {_tuple(t.shape)} instead of {_tuple(shape)}.")
+        _fail("type", f"{name} should be a torch.Tensor, but it is a {_type_name(t)}.")
+    if tuple(t.shape) != tuple(shape):
+        _fail("shape", f"{name} has the wrong shape: {tuple(t.shape)} instead of {tuple(shape)}.")
     if dtype is not None and t.dtype != dtype:
         _fail(
             "dtype",
@@ -440,25 +459,29 @@ def check_shape(t, shape, name: str = "result", *, dtype=None) -> None:
 # --- gradients and graphs --------------------------------------------------------------------
 
 
+def _require_tensor(t, name: str) -> None:
+    if not _is_a_tensor(t):
+        _fail("type", f"{name} should be a torch.Tensor, but it is a {_type_name(t)}.")
+
+
 def check_gradient_of(tensor, expected, name: str = "x", **options) -> None:
     """Check that ``tensor.grad`` holds ``expected`` (options as in :func:`check_tensor`).
 
     A None gradient is explained by its cause: a non-leaf tensor (``.grad`` is only filled for
     leaves, unless ``retain_grad()`` was called), no ``requires_grad``, or no ``backward()``.
     """
-    if not _is_a_tensor(tensor):
-        _fail("type", f"{name} should be a torch.Tensor, but it is a {_type(tensor).__name__}.")
-    grad = _read_grad(tensor)
-    if grad is None:
-        if not tensor.is_leaf and not tensor.retains_grad:
+    _require_tensor(tensor, name)
+    known = facts(tensor)
+    if known.grad is None:
+        if not known.is_leaf and not known.retains_grad:
             _fail(
                 "leaf",
                 f"{name} is not a leaf tensor (it was made by an operation, grad_fn="
-                f"{_graph_label(tensor)}), so backward() does not fill {name}.grad: it is None. "
+                f"{known.grad_fn}), so backward() does not fill {name}.grad: it is None. "
                 f"Read .grad of the leaf you created with requires_grad=True, or call "
                 f"{name}.retain_grad() before backward().",
             )
-        if not tensor.requires_grad:
+        if not known.requires_grad:
             _fail(
                 "none",
                 f"{name}.grad is None because {name} does not require grad: create it with "
@@ -469,17 +492,17 @@ def check_gradient_of(tensor, expected, name: str = "x", **options) -> None:
             f"{name}.grad is None: call backward() on the scalar result computed from {name} "
             f"before reading {name}.grad.",
         )
-    check_tensor(grad, expected, name=f"{name}.grad", **options)
+    check_tensor(known.grad, expected, name=f"{name}.grad", **options)
 
 
 def check_no_graph(t, name: str = "result", *, hint: str | None = None) -> None:
     """Check that tensor ``t`` records no computation graph (``requires_grad`` False)."""
-    if not _is_a_tensor(t):
-        _fail("type", f"{name} should be a torch.Tensor, but it is a {_type(t).__name__}.")
-    if t.requires_grad or t.grad_fn is not None:
+    _require_tensor(t, name)
+    known = facts(t)
+    if known.requires_grad or known.grad_fn is not None:
         message = (
             f"{name} still records a computation graph (requires_grad=True, grad_fn="
-            f"{_graph_label(t)}). Compute it inside `with torch.no_grad():` (or "
+            f"{known.grad_fn or 'none'}). Compute it inside `with torch.no_grad():` (or "
             "torch.inference_mode()), or return .detach() of it, so that no graph is kept."
         )
         if hint:
@@ -489,19 +512,19 @@ def check_no_graph(t, name: str = "result", *, hint: str | None = None) -> None:
 
 def check_is_leaf(t, name: str = "x", *, hint: str | None = None) -> None:
     """Check that ``t`` is a leaf tensor that requires grad (a parameter that can be trained)."""
-    if not _is_a_tensor(t):
-        _fail("type", f"{name} should be a torch.Tensor, but it is a {_type(t).__name__}.")
-    if not t.is_leaf:
+    _require_tensor(t, name)
+    known = facts(t)
+    if not known.is_leaf:
         message = (
             f"{name} is not a leaf tensor any more: it is the result of an operation "
-            f"(grad_fn={_graph_label(t)}). An update like x = x - lr * x.grad makes a new "
+            f"(grad_fn={known.grad_fn}). An update like x = x - lr * x.grad makes a new "
             "tensor that records a graph; update the leaf in place inside torch.no_grad(): "
             "x -= lr * x.grad."
         )
         if hint:
             message += f" {hint}"
         _fail("leaf", message)
-    if not t.requires_grad:
+    if not known.requires_grad:
         _fail(
             "requires_grad",
             f"{name} no longer requires grad, so backward() cannot compute its gradient: "
@@ -514,34 +537,34 @@ def check_leaf_answer(answer, t, name: str = "is_leaf") -> None:
 
     The expected value is computed independently of ``t.is_leaf``: a leaf has no grad_fn.
     """
-    expected = t.grad_fn is None
-    if not _isinstance(answer, _bool):
-        _fail("type", f"{name} should be True or False, but it is a {_type(answer).__name__}.")
+    known = facts(t)
+    expected = known.grad_fn is None
+    if not isinstance(answer, bool):
+        _fail("type", f"{name} should be True or False, but it is a {_type_name(answer)}.")
     if answer != expected:
         message = (
             f"{name} is wrong. A leaf is a tensor you created yourself (t.is_leaf is True, "
             "t.grad_fn is None), with or without requires_grad; a result of an operation on "
             "tensors that require grad is not a leaf."
         )
-        if answer == t.requires_grad:
+        if answer == known.requires_grad:
             message += " You seem to return t.requires_grad, which is a different question."
         _fail("leaf", message, expected)
 
 
 def check_grad_fn_name(answer, t, name: str = "grad_fn name") -> None:
     """Check a student's ``answer`` for the class name of ``t.grad_fn`` (None for a leaf)."""
-    fn = t.grad_fn
-    expected = None if fn is None else _type(fn).__name__
-    if answer is not None and not _isinstance(answer, _str):
+    expected = facts(t).grad_fn
+    if answer is not None and not isinstance(answer, str):
         _fail(
             "type",
-            f"{name} should be a string (or None), but it is a {_type(answer).__name__}: "
+            f"{name} should be a string (or None), but it is a {_type_name(answer)}: "
             "return the class name, type(t.grad_fn).__name__.",
             expected,
         )
     if answer == expected:
         return
-    if _isinstance(answer, _str) and ("object at" in answer or answer.startswith("<")):
+    if isinstance(answer, str) and ("object at" in answer or answer.startswith("<")):
         _fail(
             "type",
             f"{name}: you returned str(t.grad_fn), which includes a memory address; return "
@@ -560,7 +583,7 @@ def check_independent_copy(copy, source, name: str = "copy") -> None:
     """Check that ``copy`` has ``source``'s values, records no graph and owns its memory."""
     check_no_graph(copy, name)
     check_tensor(copy, source.detach(), name=name, atol=0.0, rtol=0.0)
-    if copy.untyped_storage().data_ptr() == source.untyped_storage().data_ptr():
+    if facts(copy).storage == facts(source).storage:
         _fail(
             "storage",
             f"{name} shares memory with the original tensor: detach() returns a tensor that "
@@ -572,7 +595,7 @@ def check_independent_copy(copy, source, name: str = "copy") -> None:
 def check_inference(t, name: str = "result") -> None:
     """Check that ``t`` was created inside ``torch.inference_mode()`` (an inference tensor)."""
     check_no_graph(t, name)
-    if not t.is_inference():
+    if not facts(t).is_inference:
         _fail(
             "inference_mode",
             f"{name} is not an inference tensor: compute it inside `with "
@@ -587,27 +610,30 @@ def check_inference(t, name: str = "result") -> None:
 def _exception_name(prediction, name):
     if prediction is None:
         return None
-    if _isinstance(prediction, _type) and _issubclass(prediction, _BaseException):
+    if isinstance(prediction, type) and issubclass(prediction, BaseException):
         return prediction.__name__
-    if _isinstance(prediction, _str) and prediction.strip():
+    if isinstance(prediction, Handle) and prediction.type_name == "type":
+        return prediction.__name__  # a class in the student's kernel: only its name counts
+    if isinstance(prediction, str) and prediction.strip():
         return prediction.strip()
     _fail(
         "type",
         f"{name} should be the name of an exception class (a string such as 'KeyError'), the "
-        f"class itself, or None for 'runs without error'; it is a {_type(prediction).__name__}.",
+        f"class itself, or None for 'runs without error'; it is a {_type_name(prediction)}.",
     )
 
 
 def raised_by(code):
     """Run ``code()`` (a function of no argument) quietly; return the class of the exception it
     raises, or None when it runs without error. Warnings and printed output are discarded."""
-    sink = _StringIO()
-    with _catch_warnings(), _redirect_stdout(sink), _redirect_stderr(sink):
-        _simplefilter("ignore")
+    sink = io.StringIO()
+    with warnings.catch_warnings(), contextlib.redirect_stdout(sink), contextlib.redirect_stderr(
+            sink):
+        warnings.simplefilter("ignore")
         try:
             code()
         except Exception as error:  # noqa: BLE001 -- any exception is the answer
-            return _type(error)
+            return type(error)
     return None
 
 
@@ -618,7 +644,8 @@ def check_prediction_format(prediction, name: str = "prediction") -> None:
 
 def check_prediction(prediction, code, name: str = "prediction") -> None:
     """Check a predicted outcome of ``code()``: the exception class it raises (its name, or the
-    class), or None when it runs without error. The truth is found by running ``code()``."""
+    class), or None when it runs without error. The truth is found by running ``code()``,
+    here (in the judge when grading), never in the student's kernel."""
     predicted = _exception_name(prediction, name)
     raised = raised_by(code)
     actual = None if raised is None else raised.__name__

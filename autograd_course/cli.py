@@ -2,7 +2,8 @@
 
     autograd-course release [ASSIGNMENT...]             student versions + gradebook
     autograd-course grade [ASSIGNMENT...] [--jobs N] [--student ID...] [--zip FILE]
-    autograd-course check NOTEBOOK                      a learner's self-check
+                          [--require-sandbox]
+    autograd-course check NOTEBOOK... [--student ID]     a learner's self-check
     autograd-course demo [--out DIR]                    a dry run on a synthetic class
 
 Run it from the course root (or pass ``--course DIR``). Bad arguments and missing course
@@ -15,7 +16,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-import shutil
+import re
 import subprocess
 import sys
 import tempfile
@@ -113,19 +114,37 @@ def _clock(seconds: float) -> str:
 def unpack_zip(root: Path, archive: Path) -> int:
     """Add the submissions of a zip (``[submitted/]STUDENT/ASSIGNMENT/FILE``) to submitted/.
 
-    Files already under submitted/ are never overwritten. Returns the number of files added.
+    Every member is checked before anything is written: a member with an absolute path, a
+    ``..`` part or a link (a symlink stored in the zip) is refused, naming it, and then
+    nothing is unpacked. Nothing is ever written outside submitted/, and files already
+    there are never overwritten. Returns the number of files added.
     """
     if not zipfile.is_zipfile(archive):
         raise CourseError(f"{archive} is not a zip file")
-    added = 0
+    target_root = (root / "submitted").resolve()
+    plan = []
     with zipfile.ZipFile(archive) as zf:
         for info in zf.infolist():
-            parts = [p for p in Path(info.filename).parts if p not in ("", ".")]
+            name = info.filename
+            parts = name.replace("\\", "/").split("/")
+            is_link = (info.external_attr >> 16) & 0o170000 == 0o120000
+            if name.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", name) or ".." in parts:
+                raise CourseError(f"{archive}: member '{name}' has an unsafe path "
+                                  "(absolute, or with '..'); nothing was unpacked")
+            if is_link:
+                raise CourseError(f"{archive}: member '{name}' is a link; nothing was unpacked")
+            parts = [p for p in parts if p not in ("", ".")]
             if parts and parts[0] == "submitted":
                 parts = parts[1:]
-            if info.is_dir() or len(parts) < 3 or ".." in parts or parts[0].startswith("__"):
+            if info.is_dir() or len(parts) < 3 or parts[0].startswith("__"):
                 continue
-            target = root.joinpath("submitted", *parts)
+            target = target_root.joinpath(*parts).resolve()
+            if target_root not in target.parents:
+                raise CourseError(f"{archive}: member '{name}' would be written outside "
+                                  "submitted/; nothing was unpacked")
+            plan.append((info, target))
+        added = 0
+        for info, target in plan:
             if target.exists():
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -160,10 +179,18 @@ def cmd_grade(args) -> int:
           f"with {args.jobs} parallel jobs")
     # The report needs matplotlib: import it while the workers grade, not after.
     report_import = ThreadPoolExecutor(max_workers=1)
+    settings = {"require_sandbox": True} if args.require_sandbox else {}
+    if args.require_sandbox:
+        from autograd_course.grading import sandbox
+
+        if sandbox.bubblewrap() is None:
+            raise CourseError("--require-sandbox: bubblewrap (bwrap) is missing or cannot "
+                              "create namespaces here; nothing was graded")
     outcomes = parallel.grade_class(
         root, submissions, args.jobs, Progress(len(submissions)),
         while_grading=lambda: report_import.submit(importlib.import_module,
-                                                   "autograd_course.grading.report"))
+                                                   "autograd_course.grading.report"),
+        settings=settings)
     parallel.export_grades(root, root / "grades.csv")
     records = parallel.records_of(root, submissions)
     report_import.shutdown(wait=True)
@@ -183,10 +210,14 @@ def summarise(outcomes, records) -> None:
     failed = [o for o in outcomes if not o.ok]
     flagged = [r for r in records if r.flags]
     not_graded = {(o.submission.student, o.submission.assignment) for o in failed}
-    troubled = [r for r in records if (r.failure or r.notes) and not r.flags
+    troubled = [r for r in records if (r.failure or _problems(r)) and not r.flags
                 and (r.student, r.assignment) not in not_graded]
+    unsandboxed = [r for r in records if not r.sandboxed]
     print(f"\n{len(outcomes)} submissions: {len(failed)} could not be graded (0 points), "
-          f"{len(flagged)} flagged for tampering, {len(troubled)} graded with a problem")
+          f"{len(flagged)} flagged for review, {len(troubled)} graded with a problem")
+    if unsandboxed:
+        print(f"  NOT SANDBOXED: {len(unsandboxed)} notebooks were graded without bubblewrap, "
+              "with the grader's file rights (install bubblewrap, or use --require-sandbox)")
     for outcome in failed:
         last = (outcome.error.strip().splitlines() or ["unknown error"])[-1]
         print(f"  FAILED  {outcome.submission.student}/{outcome.submission.assignment}: {last}")
@@ -194,8 +225,14 @@ def summarise(outcomes, records) -> None:
         print(f"  FLAGGED {rec.student}/{rec.assignment}/{rec.notebook}: {rec.flags[0]}"
               + (f" (+{len(rec.flags) - 1} more)" if len(rec.flags) > 1 else ""))
     for rec in troubled:
-        reason = rec.failure or "; ".join(rec.notes)
+        reason = rec.failure or "; ".join(_problems(rec))
         print(f"  PROBLEM {rec.student}/{rec.assignment}/{rec.notebook}: {reason}")
+
+
+def _problems(rec) -> list[str]:
+    from autograd_course.grading.preprocessors import NOT_SANDBOXED
+
+    return [note for note in rec.notes if note != NOT_SANDBOXED]
 
 
 def temporary_course(dest: Path, root: Path, assignment: str) -> Path:
@@ -209,45 +246,37 @@ def temporary_course(dest: Path, root: Path, assignment: str) -> Path:
                           + ((exc.stderr or "").strip().splitlines() or ["?"])[-1]) from None
 
 
-def check_notebook(root: Path, notebook: Path, jobs: int = 1):
-    """Grade one notebook as the instructor's autograde would; return its grade records.
+def check_notebook(root: Path, notebook: Path, student: str | None = None):
+    """Grade one notebook as the instructor's autograde would; return its grade records."""
+    from autograd_course.grading import selfcheck
 
-    A temporary course holds the assignment (from source/), the gradebook and the notebook
-    as the submission of a student 'self'; it is graded by the same code as ``grade``.
-    """
-    from autograd_course.grading import parallel
-
-    assignment = notebook.stem
-    assignments_of(root, [assignment])
-    with tempfile.TemporaryDirectory(prefix="autograd-course-check-") as tmp:
-        work = temporary_course(Path(tmp), root, assignment)
-        folder = work / "submitted" / "self" / assignment
-        folder.mkdir(parents=True)
-        shutil.copy2(notebook, folder / notebook.name)
-        submissions = [parallel.Submission("self", assignment)]
-        outcomes = parallel.grade_class(work, submissions, jobs)
-        if not outcomes[0].ok:
-            raise CourseError(f"{notebook} could not be graded: "
-                              + (outcomes[0].error.strip().splitlines() or ["?"])[-1])
-        return parallel.records_of(work, submissions)
+    assignments_of(root, [notebook.stem])
+    try:
+        return selfcheck.check(root, notebook, student)
+    except RuntimeError as exc:
+        raise CourseError(f"{notebook} could not be graded: {exc}") from None
 
 
 def cmd_check(args) -> int:
-    notebook = Path(args.notebook)
-    if not notebook.is_file():
-        raise CourseError(f"{notebook}: no such file")
-    if notebook.suffix != ".ipynb":
-        raise CourseError(f"{notebook}: not a notebook (expected NN_topic.ipynb)")
     root = course_root(args.course)
-    for rec in check_notebook(root, notebook.resolve()):
-        print(f"{rec.assignment}/{rec.notebook}.ipynb")
-        for q in rec.questions:
-            mark = "PASS" if q["passed"] else "FAIL"
-            print(f"  {mark} {q['question']}: {q['score'] or 0:g}/{q['points']:g}"
-                  + (f"  {q['message']}" if q["message"] else ""))
-        for line in rec.notes + ([rec.failure] if rec.failure else []) + rec.flags:
-            print(f"  note: {line}")
-        print(f"  total: {rec.score:g}/{rec.max_score:g}")
+    for name in args.notebooks:
+        notebook = Path(name)
+        if not notebook.is_file():
+            raise CourseError(f"{notebook}: no such file")
+        if notebook.suffix != ".ipynb":
+            raise CourseError(f"{notebook}: not a notebook (expected NN_topic.ipynb)")
+    for name in args.notebooks:
+        for rec in check_notebook(root, Path(name).resolve(), args.student):
+            print(f"{rec.assignment}/{rec.notebook}.ipynb (checked as {rec.student})")
+            for q in rec.questions:
+                mark = "PASS" if q["passed"] else "FAIL"
+                print(f"  {mark} {q['question']}: {q['score'] or 0:g}/{q['points']:g}"
+                      + (f"  {q['message']}" if q["message"] else ""))
+            for line in rec.errors:
+                print(f"  your cell {line}")
+            for line in rec.notes + ([rec.failure] if rec.failure else []) + rec.flags:
+                print(f"  note: {line}")
+            print(f"  total: {rec.score:g}/{rec.max_score:g}")
     return 0
 
 
@@ -297,11 +326,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="grade only this student (repeatable)")
     p.add_argument("--zip", metavar="FILE",
                    help="first add the submissions of a zip (STUDENT/ASSIGNMENT/FILE inside)")
+    p.add_argument("--require-sandbox", action="store_true",
+                   help="refuse to grade unless the student's kernel runs in bubblewrap")
     p.set_defaults(run=cmd_grade)
 
-    p = commands.add_parser("check", help="self-check one notebook against the hidden tests")
-    p.add_argument("notebook", metavar="NOTEBOOK",
+    p = commands.add_parser("check", help="self-check notebooks against the hidden tests")
+    p.add_argument("notebooks", nargs="+", metavar="NOTEBOOK",
                    help="e.g. release/01_gradients/01_gradients.ipynb")
+    p.add_argument("--student", metavar="ID",
+                   help="check as this student (default: submitted/ID/... in the path, else "
+                        "your user name): the hidden inputs depend on it, as in grading")
     p.set_defaults(run=cmd_check)
 
     p = commands.add_parser("demo", help="grade a synthetic class end to end (a dry run)")

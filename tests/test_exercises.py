@@ -1,16 +1,16 @@
 """The graded exercises: notebook structure, nbgrader validation, release/ and the tests' tests.
 
-Fast part (in-process, no Jupyter kernel): every question's cells are executed with ``exec`` --
-the reference solution must pass its test cell (visible and hidden parts) silently, and every
-typical wrong answer of ``exercise_answers.WRONG_ANSWERS`` must fail with its diagnosis.
+Fast part (in-process, no Jupyter kernel): every question runs as in a student's kernel
+(``run_local``: the visible checks as the student sees them) and as grading runs it
+(``run_judged``: the test cell in the judge, the answer in an in-process kernel, through the
+same encoding and handles). The reference solution must pass both silently, and every typical
+wrong answer of ``exercise_answers.WRONG_ANSWERS`` must get its diagnosis from the judge.
 Slow part (one nbgrader process per check, all notebooks at once): ``nbgrader validate`` on
 source/, ``nbgrader validate --invert`` on release/, and release/ == what nbgrader generates.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import re
@@ -23,6 +23,7 @@ from pathlib import Path
 import nbformat
 import pytest
 import torch
+from support.inprocess import run_judged, run_local
 
 from autograd_course import checks
 from autograd_course.assignments import UNITS, generate_release
@@ -46,8 +47,13 @@ def nbgrader_meta(cell) -> dict:
     return cell.metadata.get("nbgrader", {})
 
 
+_LOADED: dict[str, nbformat.NotebookNode] = {}
+
+
 def load(unit: str):
-    return nbformat.read(source_path(unit), as_version=4)
+    if unit not in _LOADED:
+        _LOADED[unit] = nbformat.read(source_path(unit), as_version=4)
+    return _LOADED[unit]
 
 
 def questions(unit: str) -> list[str]:
@@ -65,51 +71,6 @@ ALL_WRONG = [
     for (unit, qid), answers in WRONG_ANSWERS.items()
     for w in answers
 ]
-
-
-# --- running a question in-process ----------------------------------------------------------
-
-
-class Run:
-    """What happened when a question's test cell ran: its exception, output and warnings."""
-
-    def __init__(self, error, stdout, stderr, caught):
-        self.error, self.stdout, self.stderr, self.warnings = error, stdout, stderr, caught
-
-
-def run_question(unit: str, qid: str, solution: str | None = None, visible_only=False) -> Run:
-    """Execute the notebook's code cells up to question ``qid``'s test cell in one namespace.
-
-    Other questions' test cells are skipped; ``solution`` replaces ``qid``'s solution cell.
-    Returns the test cell's exception (None when it passes), stdout, stderr and warnings.
-    """
-    namespace: dict = {"__name__": "__main__"}
-    for cell in load(unit).cells:
-        if cell.cell_type != "code":
-            continue
-        meta = nbgrader_meta(cell)
-        grade_id = meta.get("grade_id", "")
-        if meta.get("grade"):
-            if grade_id != f"{qid}_test":
-                continue
-            code = cell.source.split(HIDDEN)[0] if visible_only else cell.source
-            out, err = io.StringIO(), io.StringIO()
-            with (
-                warnings.catch_warnings(record=True) as caught,
-                contextlib.redirect_stdout(out),
-                contextlib.redirect_stderr(err),
-            ):
-                warnings.simplefilter("always")
-                try:
-                    exec(compile(code, f"<{qid}_test>", "exec"), namespace)
-                except Exception as error:  # noqa: BLE001 -- the outcome under test
-                    return Run(error, out.getvalue(), err.getvalue(), caught)
-            return Run(None, out.getvalue(), err.getvalue(), caught)
-        code = solution if (solution is not None and grade_id == qid) else cell.source
-        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-            warnings.simplefilter("ignore")
-            exec(compile(code, f"<{grade_id or 'cell'}>", "exec"), namespace)
-    raise AssertionError(f"{unit}: no test cell for {qid}")
 
 
 def numbers_of(value) -> list[str]:
@@ -175,25 +136,31 @@ def test_every_question_has_wrong_answers():
 @pytest.mark.parametrize(("unit", "qid"), ALL_QUESTIONS, ids=[f"{u}-{q}" for u, q in ALL_QUESTIONS])
 def test_reference_answer_passes_silently(unit, qid):
     for _ in range(2):  # fresh random inputs each time
-        run = run_question(unit, qid)
+        run = run_local(load(unit), qid)
         assert run.error is None, f"{unit} {qid}: {run.error!r}"
-        assert run.stderr == "" and run.stdout == ""
+        assert run.stderr == ""
+        assert run.stdout.startswith(f"{qid.split('_')[0]}: ") and run.stdout.count("\n") == 1
         assert [str(w.message) for w in run.warnings] == [], "a warning would go to stderr"
+        verdict = run_judged(load(unit), qid)
+        assert verdict.passed, f"{unit} {qid}: {verdict.diagnostic}"
+        assert verdict.stdout == "", "in the judge the visible checks print nothing"
 
 
 @pytest.mark.parametrize(("unit", "qid", "answer"), ALL_WRONG)
 def test_wrong_answer_is_diagnosed(unit, qid, answer):
-    run = run_question(unit, qid, solution=answer.code)
-    assert isinstance(run.error, CheckError), f"expected a CheckError, got {run.error!r}"
-    message = str(run.error)
-    assert run.error.diagnosis in answer.diagnosis, f"{run.error.diagnosis}: {message}"
+    verdict = run_judged(load(unit), qid, solution=answer.code)
+    assert not verdict.passed, "the grader must not pass this wrong answer"
+    error = verdict.error
+    assert isinstance(error, CheckError), f"expected a CheckError, got {verdict.diagnostic}"
+    message = verdict.message
+    assert verdict.diagnosis in answer.diagnosis, f"{verdict.diagnosis}: {message}"
     for text in answer.says:
         assert text.lower() in message.lower(), f"{text!r} not in {message!r}"
-    assert run.stderr == "", "a failing test cell still writes nothing to stderr"
-    if not run.error.reveal:
-        for text in numbers_of(run.error.expected):
+    if not error.reveal:
+        for text in numbers_of(error.expected):
             assert text not in message, f"hidden test reveals {text}: {message}"
-    visible = run_question(unit, qid, solution=answer.code, visible_only=True)
+    visible = run_local(load(unit), qid, solution=answer.code, visible_only=True)
+    assert visible.stderr == "", "a failing test cell still writes nothing to stderr"
     if answer.hidden_only:
         assert visible.error is None, f"visible checks should pass: {visible.error!r}"
     else:
@@ -362,23 +329,6 @@ def test_fresh_inputs_ignore_the_global_seed():
     assert ((a >= -2) & (a < 2)).all()
     assert 1 <= checks.fresh_int(1, 3) <= 3
     assert checks.fresh().shape == ()
-
-
-def test_captured_references_survive_monkeypatching():
-    originals = (torch.allclose, torch.isclose, sys.modules["builtins"].isinstance)
-    assert torch.allclose is checks.REFERENCES["torch.allclose"]
-    assert checks.tampered_references() == []
-    try:
-        torch.allclose = lambda *a, **k: True
-        torch.isclose = lambda *a, **k: torch.tensor(True)
-        assert checks.tampered_references() == ["torch.allclose", "torch.isclose"]
-        error = diagnosis_of(checks.check_tensor, EXPECTED + 1, EXPECTED)
-        assert error.diagnosis == "values"
-        assert diagnosis_of(checks.check_number, 3.0, 2.0).diagnosis == "values"
-    finally:
-        torch.allclose, torch.isclose, _ = originals
-    assert torch.allclose is checks.REFERENCES["torch.allclose"]
-    assert checks.tampered_references() == []
 
 
 # --- nbgrader: validate, release ------------------------------------------------------------

@@ -1,20 +1,27 @@
 """End to end: a hostile class graded by real nbgrader with the course's nbgrader_config.py.
 
-One synthetic class (tests/fixtures/hostile_class.py) on a toy assignment: honest, wrong and
-blank work, tampering attempts, endless loops, crashes, runaway memory and output, deleted
-and edited cells, duplicated ids, a file that is not JSON. The class is graded once with
-`nbgrader autograde` and `nbgrader generate_feedback`, as an instructor would.
+One synthetic class (tests/fixtures/hostile_class.py) on a toy assignment: honest work, broken
+notebooks, and one submission per attack class a review found (plus variants), each computing
+no right answer. The class is graded with plain `nbgrader autograde` (serial), and again with
+`autograd-course grade --jobs 2`, and checked with `autograd-course check`; a class of the
+honest students alone is graded for comparison. bubblewrap is required: the hostile students
+really try to write into the package and the gradebook.
 """
 
 from __future__ import annotations
 
+import hashlib
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import nbformat
 import pytest
+from nbgrader.api import Gradebook
 
-from autograd_course.grading import course, record, scan
+import autograd_course
+from autograd_course.grading import course, record, sandbox, scan
 from autograd_course.grading.preprocessors import strip_hidden_tests
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
@@ -22,112 +29,187 @@ import hostile_class  # noqa: E402
 import make_toy  # noqa: E402
 
 # Short limits keep the suite fast; the course's own values are in nbgrader_config.py.
-TEST_LIMITS = "\nc.Execute.timeout = 8\nc.GuardedExecute.memory_limit_mb = 1500\n"
+TEST_LIMITS = "\nc.Execute.timeout = 8\nc.JudgedExecute.memory_limit_mb = 1500\n"
+HONEST = [s for s, c in hostile_class.CASES.items() if c.kind == "honest"]
+PACKAGE = Path(autograd_course.__file__).parent
+
+
+def digest(*paths: Path) -> dict[str, str]:
+    """The hash of every file under ``paths``."""
+    found = {}
+    for path in paths:
+        for file in sorted([path] if path.is_file() else path.rglob("*")):
+            if file.is_file() and "__pycache__" not in file.parts:
+                found[str(file)] = hashlib.sha256(file.read_bytes()).hexdigest()
+    return found
+
+
+def make_class(base: Path, root: Path, students: list[str]) -> Path:
+    (base / "source" / "toy").mkdir(parents=True)
+    nbformat.write(make_toy.toy_notebook(), base / "source" / "toy" / "toy.ipynb")
+    course.make_course(base, base, ["toy"], config=(root / "nbgrader_config.py").read_text()
+                       + TEST_LIMITS)
+    release = base / "release" / "toy" / "toy.ipynb"
+    for student in students:
+        course.submit(base, student, "toy", "toy",
+                      hostile_class.build(student, lambda a: course.fill(release, a)))
+    return base
+
+
+def gradebook_rows(where: Path, students: list[str]) -> dict:
+    """Every grade and comment of ``students``, as the gradebook holds them."""
+    rows = {}
+    with Gradebook(f"sqlite:///{where / 'gradebook.db'}") as gb:
+        for student in students:
+            submission = gb.find_submission("toy", student)
+            for nb in submission.notebooks:
+                for grade in nb.grades:
+                    rows[(student, grade.name)] = (grade.auto_score, grade.manual_score,
+                                                   grade.extra_credit, grade.needs_manual_grade)
+                for comment in nb.comments:
+                    rows[(student, comment.name, "comment")] = comment.auto_comment
+    return rows
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "autograd_course", *args], cwd=cwd,
+                          capture_output=True, text=True)
 
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory, root):
-    """The toy course, its class submitted, autograded and given feedback."""
-    base = tmp_path_factory.mktemp("course")
-    (base / "source" / "toy").mkdir(parents=True)
-    nbformat.write(make_toy.toy_notebook(), base / "source" / "toy" / "toy.ipynb")
-    config = (root / "nbgrader_config.py").read_text() + TEST_LIMITS
-    course.make_course(base, base, ["toy"], config=config)
-    release = base / "release" / "toy" / "toy.ipynb"
-
-    def fill(answers):
-        return course.fill(release, answers)
-
-    for student in hostile_class.CASES:
-        course.submit(base, student, "toy", "toy", hostile_class.build(student, fill))
-    before = course.snapshot(base / "submitted")
-    first = course.nbgrader(base, "autograde", "toy", "--force")
-    scores = course.gradebook_scores(base, "toy")
+    """The class graded three ways, and the honest students graded alone."""
+    assert sandbox.bubblewrap(), ("bubblewrap (bwrap) is required to grade a hostile class: "
+                                  "`make test` installs Debian's bubblewrap when run as root")
+    base = make_class(tmp_path_factory.mktemp("hostile"), root, list(hostile_class.CASES))
+    parallel = tmp_path_factory.mktemp("hostile-cli") / "course"
+    shutil.copytree(base, parallel)
+    protected = [PACKAGE, base / "source", base / "release", base / "nbgrader_config.py"]
+    before = digest(*protected)
+    submitted = course.snapshot(base / "submitted")
+    plain = course.nbgrader(base, "autograde", "toy", "--force")
     feedback = course.nbgrader(base, "generate_feedback", "toy", "--force")
-    return dict(course=base, before=before, first=first, scores=scores, feedback=feedback)
+    by_cli = cli("grade", "toy", "--jobs", "2", "--require-sandbox", cwd=parallel)
+    notebooks = [str(base / "submitted" / s / "toy" / "toy.ipynb") for s in hostile_class.CASES]
+    checked = cli("--course", str(base), "check", *notebooks, cwd=base)
+    honest = make_class(tmp_path_factory.mktemp("honest"), root, HONEST)
+    alone = course.nbgrader(honest, "autograde", "toy", "--force")
+    return dict(base=base, parallel=parallel, plain=plain, feedback=feedback, cli=by_cli,
+                checked=checked, honest=honest, alone=alone, before=before,
+                after=digest(*protected), protected=protected, submitted=submitted)
 
 
-def _record(graded, student) -> record.GradeRecord:
-    return record.GradeRecord.read(
-        graded["course"] / "autograded" / student / "toy" / f"toy{record.SUFFIX}"
-    )
+def _record(where: Path, student: str) -> record.GradeRecord:
+    return record.GradeRecord.read(where / "autograded" / student / "toy" / f"toy{record.SUFFIX}")
 
 
-def test_one_broken_submission_never_stops_the_class(graded):
-    assert graded["first"].returncode == 0, graded["first"].stderr[-3000:]
-    assert set(graded["scores"]) == set(hostile_class.CASES)
+def _said(rec: record.GradeRecord) -> str:
+    return " | ".join([q["message"] for q in rec.questions] + rec.flags + rec.notes
+                      + [rec.failure or ""])
+
+
+def test_every_grader_ran_to_the_end(graded):
+    for key in ("plain", "feedback", "cli", "checked", "alone"):
+        assert graded[key].returncode == 0, (key, graded[key].stderr[-3000:])
 
 
 @pytest.mark.parametrize("student", list(hostile_class.CASES))
-def test_each_case_gets_its_exact_score_and_reason(graded, student):
-    _, expected_score, expected_text = hostile_class.CASES[student]
-    assert graded["scores"][student] == expected_score
-    rec = _record(graded, student)
-    assert rec.score == expected_score
-    said = " | ".join(
-        [q["message"] for q in rec.questions] + rec.flags + rec.notes + [rec.failure or ""]
-    )
-    assert expected_text in said, said
+def test_each_case_gets_its_score_and_reason_from_both_graders(graded, student):
+    case = hostile_class.CASES[student]
+    for where in (graded["base"], graded["parallel"]):
+        scores = course.gradebook_scores(where, "toy")
+        assert scores[student] == case.score, (where.name, _said(_record(where, student)))
+        rec = _record(where, student)
+        assert rec.score == case.score and rec.sandboxed
+        assert case.says in _said(rec), _said(rec)
 
 
-@pytest.mark.parametrize("student", [s for s in hostile_class.CASES if s.startswith("tamper")])
-def test_tampering_is_flagged_with_what_was_detected(graded, student):
-    rec = _record(graded, student)
-    assert rec.flags, "tampering must be flagged in the grade record"
-    assert rec.student == student and rec.assignment == "toy"
-    assert all(q["score"] == 0 for q in rec.questions)
-    assert all("TamperingDetected" in q["message"] for q in rec.questions)
+def test_attacks_earn_nothing_they_did_not_compute(graded):
+    attacks = [s for s, c in hostile_class.CASES.items() if c.kind == "attack"]
+    scores = course.gradebook_scores(graded["base"], "toy")
+    assert {s: scores[s] for s in attacks} == dict.fromkeys(attacks, 0.0)
 
 
-def test_honest_work_is_never_flagged(graded):
-    for student in ("right", "wrong", "blank", "endless_loop", "megabytes_output", "os_exit",
-                    "crash_in_test", "runaway_memory", "deleted_cells", "not_json",
-                    "honest_plotting", "odd_outputs"):
-        assert _record(graded, student).flags == [], student
+def test_honest_work_is_never_flagged_and_keeps_its_points(graded):
+    for student, case in hostile_class.CASES.items():
+        if case.kind != "attack":
+            assert _record(graded["base"], student).flags == [], student
+    for student in ("honest_display", "honest_plotting", "honest_pip_shell",
+                    "honest_gc_inspect"):
+        assert course.gradebook_scores(graded["base"], "toy")[student] == 4
 
 
-def test_diagnostic_messages_name_the_mistake(graded):
-    messages = {q["question"]: q["message"] for q in _record(graded, "wrong").questions}
-    assert "wrong sign" in messages["q1_test"]
-    assert messages["q2_test"] == "AssertionError: triple is wrong"
+def test_flags_ask_a_person_to_look_and_cost_nothing(graded):
+    rec = _record(graded["base"], "attack_code_object")
+    assert any("__code__" in flag for flag in rec.flags)
+    rows = gradebook_rows(graded["base"], ["attack_code_object"])
+    assert rows[("attack_code_object", "q1_test")][3] is True  # needs a manual grade
+    assert course.gradebook_scores(graded["base"], "toy")["attack_code_object"] == 0
 
 
-def test_submitted_files_are_never_modified(graded):
-    assert course.snapshot(graded["course"] / "submitted") == graded["before"]
+def test_nothing_outside_the_kernel_changed(graded):
+    assert graded["after"] == graded["before"], "the package, source/, release/ or config changed"
+    assert course.snapshot(graded["base"] / "submitted") == graded["submitted"]
+    assert "HOSTILE-EDIT" not in (PACKAGE / "checks.py").read_text()
 
 
-def test_regrading_gives_the_same_grades(graded):
-    again = ["right", "tamper_transformer", "os_exit", "not_json"]
+def test_other_students_rows_equal_a_class_without_the_hostile_students(graded):
+    alone = gradebook_rows(graded["honest"], HONEST)
+    for where in (graded["base"], graded["parallel"]):
+        assert gradebook_rows(where, HONEST) == alone
+
+
+def test_check_gives_the_verdict_of_grade_for_every_case(graded):
+    out = graded["checked"].stdout
+    for student in hostile_class.CASES:
+        rec = _record(graded["base"], student)
+        header = f"toy/toy.ipynb (checked as {student})"
+        assert header in out, student
+        block = out.split(header)[1].split("(checked as")[0]
+        for q in rec.questions:
+            line = (f"{'PASS' if q['passed'] else 'FAIL'} {q['question']}: "
+                    f"{q['score'] or 0:g}/{q['points']:g}")
+            assert line + (f"  {q['message']}" if q["message"] else "") in block, (student, line)
+        assert f"total: {rec.score:g}/{rec.max_score:g}" in block
+
+
+def test_grading_twice_gives_the_same_grades_and_messages(graded):
+    again = ["right", "wrong", "attack_frames", "endless_loop", "not_json"]
+    first = {s: _record(graded["base"], s).questions for s in again}
     for student in again:
-        result = course.nbgrader(graded["course"], "autograde", "toy", "--force",
+        result = course.nbgrader(graded["base"], "autograde", "toy", "--force",
                                  f"--student={student}")
         assert result.returncode == 0, result.stderr[-2000:]
-    scores = course.gradebook_scores(graded["course"], "toy")
-    assert {s: scores[s] for s in again} == {s: graded["scores"][s] for s in again}
-    assert course.snapshot(graded["course"] / "submitted") == graded["before"]
+    assert {s: _record(graded["base"], s).questions for s in again} == first
 
 
-def test_feedback_has_results_and_messages_but_no_hidden_tests(graded):
-    assert graded["feedback"].returncode == 0, graded["feedback"].stderr[-2000:]
-    pages = sorted((graded["course"] / "feedback").glob("*/toy/toy.html"))
+def test_no_hidden_test_line_reaches_a_student(graded):
+    hidden = [line for line in make_toy.hidden_lines()
+              if line not in strip_hidden_tests(make_toy.Q1_TEST)]
+    pages = sorted((graded["base"] / "feedback").glob("*/toy/toy.html"))
     assert len(pages) == len(hostile_class.CASES)
-    hidden_lines = [
-        line.strip()
-        for line in make_toy.toy_notebook().cells[3].source.splitlines()
-        + make_toy.toy_notebook().cells[5].source.splitlines()
-        if line.strip() and "HIDDEN TESTS" not in line
-    ]
-    for page in pages:
-        html = page.read_text()
-        assert "SECRET-HIDDEN-LINE" not in html, page
-        assert "BEGIN HIDDEN TESTS" not in html and "BEGIN SOLUTION" not in html, page
-        for line in hidden_lines:
-            if "assert square_grad(torch.ones(2))" in line:
-                continue  # the visible test is visible
-            assert line not in html, (page, line)
-    wrong = (graded["course"] / "feedback" / "wrong" / "toy" / "toy.html").read_text()
-    assert "wrong sign" in wrong
-    assert "triple is wrong" in wrong
+    texts = {str(p): p.read_text() for p in pages}
+    for where in (graded["base"], graded["parallel"]):
+        texts.update({str(p): p.read_text()
+                      for p in (where / "autograded").glob(f"*/toy/*{record.SUFFIX}")})
+    texts["check output"] = graded["checked"].stdout + graded["checked"].stderr
+    for name, text in texts.items():
+        assert "SECRET-HIDDEN-LINE" not in text and "BEGIN HIDDEN TESTS" not in text, name
+        for line in hidden:
+            assert line not in text, (name, line)
+
+
+def test_feedback_shows_results_and_diagnoses(graded):
+    wrong = (graded["base"] / "feedback" / "wrong" / "toy" / "toy.html").read_text()
+    assert "wrong sign" in wrong and "different exception" in wrong
+    right = (graded["base"] / "feedback" / "right" / "toy" / "toy.html").read_text()
+    assert "All tests passed." in right
+
+
+def test_the_summary_lists_what_needs_a_person(graded):
+    out = graded["cli"].stdout
+    assert "FLAGGED attack_code_object/toy" in out and "NOT SANDBOXED" not in out
+    assert f"{len(hostile_class.CASES)} submissions:" in out
 
 
 def test_strip_hidden_tests_keeps_the_visible_part():
@@ -147,6 +229,9 @@ PROTECTED = {"check_tensor": "autograd_course.checks.check_tensor"}
     "this is not python",
     "%config InlineBackend.figure_format = 'retina'\n%load_ext autoreload\n%autoreload 2",
     "import torch\ntorch.backends.cudnn.deterministic = True",
+    "from IPython.display import display\ndisplay(1)",
+    "%pip install torch\n!ls\nimport gc, inspect\ngc.collect()\ninspect.signature(len)",
+    "rows = torch.stack([a, b])\nwith open('data.csv') as f:\n    pass",
 ])
 def test_scan_leaves_honest_code_alone(honest):
     assert scan.scan_source(honest, "q1", PROTECTED) == []
@@ -157,15 +242,21 @@ def test_scan_leaves_honest_code_alone(honest):
     ("import numpy\ndel numpy.isclose", "numpy.isclose"),
     ("check_tensor = print", "check_tensor"),
     ("def check_tensor(*a):\n    pass", "check_tensor"),
-    ("get_ipython().events.register('pre_run_cell', f)", "IPython shell"),
-    ("import builtins\nbuiltins.isinstance = f", "builtins"),
+    ("setattr(c, '_fail', f)", "setattr"),
+    ("f.__code__ = g.__code__", "__code__"),
+    ("import sys\nframe = sys._getframe(1)", "_getframe"),
+    ("import gc\ngc.get_referrers(x)", "get_referrers"),
+    ("print(In[-1])", "In"),
+    ("import sys\nsys.displayhook(2)", "displayhook"),
+    ("class T(torch.Tensor):\n    def __torch_function__(cls, *a):\n        pass",
+     "__torch_function__"),
+    ("from torch.overrides import TorchFunctionMode", "torch.overrides"),
+    ("get_ipython().events.register('pre_run_cell', f)", "events"),
+    ("import os\nos.kill(os.getppid(), 9)", "os.kill"),
+    ("open('../../../gradebook.db', 'w')", "outside the working folder"),
     ("exec('torch.equal = f')", "exec"),
-    ("setattr(torch, 'equal', f)", "setattr on torch"),
-    ("import sys\nsys.modules['torch'] = fake", "sys.modules"),
-    ("%config InteractiveShell.ast_node_interactivity = 'none'", "run_line_magic"),
-    ("%load_ext my_extension", "run_line_magic"),
     ("%%time\ntorch.allclose = f", "torch.allclose"),
 ])
-def test_scan_names_each_tampering_attempt(tampering, named):
+def test_scan_flags_what_reaches_past_the_answer(tampering, named):
     findings = scan.scan_source(tampering, "q1", PROTECTED)
     assert findings and any(named in str(f) for f in findings), findings

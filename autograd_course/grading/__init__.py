@@ -1,14 +1,13 @@
-"""Grading the course with nbgrader, safely.
+"""Grading the course with nbgrader, without trusting the student's kernel.
 
 nbgrader is the engine; this package adds what a course that grades untrusted notebooks
 needs, as nbgrader preprocessors named in the course's ``nbgrader_config.py`` (so plain
-``nbgrader autograde`` gets the same protection as ``autograd-course grade``):
+``nbgrader autograde`` grades exactly as ``autograd-course grade`` does):
 
-- :mod:`.guard` runs inside the grading kernel: it captures the comparison functions and
-  the IPython machinery before any student code runs, and restores them before each test;
-- :mod:`.scan` reads the student's code outside the kernel and names tampering attempts;
-- :mod:`.preprocessors` instruments the notebook with grader cells whose outcome a
-  tampered kernel cannot fake, survives hostile notebooks, writes the grade record, and
-  keeps hidden tests out of the feedback;
+- :mod:`.sandbox` starts the student's kernel in bubblewrap, with limits;
+- :mod:`.judge` runs the test cells in the grader's process, reading the kernel as data;
+- :mod:`.scan` reads the student's code outside the kernel and flags it for review;
+- :mod:`.preprocessors` ties them into nbgrader, survives hostile notebooks, writes the grade
+  record, and keeps hidden tests out of the feedback;
 - :mod:`.record` reads and writes the per-notebook grade records.
 """

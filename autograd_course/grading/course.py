@@ -17,6 +17,8 @@ from pathlib import Path
 
 import nbformat
 
+from autograd_course.grading.preprocessors import read_secret
+
 SOLUTION_MARKERS = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$")
 
 
@@ -60,6 +62,7 @@ def make_course(
     (dest / "nbgrader_config.py").write_text(config_text)
     for name in assignments:
         nbgrader(dest, "generate_assignment", name, "--force", check=True)
+    read_secret(dest)  # made now, so that a copy of this course draws the same hidden inputs
     return dest
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from nbgrader.api import Gradebook, MissingEntry
 
 from autograd_course.grading import record
+from autograd_course.grading.preprocessors import read_secret
 
 GRADEBOOK = "gradebook.db"
 
@@ -70,7 +71,8 @@ def find_submissions(root: Path, assignments: Iterable[str], students: Iterable[
 _worker: dict = {}
 
 
-def _start_worker(root: str, assignments: list[str], gradebook: str, tmp: str) -> None:
+def _start_worker(root: str, assignments: list[str], gradebook: str, tmp: str,
+                  settings: dict) -> None:
     """Set up this worker's private course directory (runs once per worker process)."""
     from nbgrader.apps import NbGraderAPI
     from nbgrader.apps.baseapp import NbGrader
@@ -91,6 +93,11 @@ def _start_worker(root: str, assignments: list[str], gradebook: str, tmp: str) -
     app = NbGrader()
     app.load_config_file()
     app.config.CourseDirectory.root = str(work)
+    # Hidden inputs are seeded by the course's secret, not by this private copy's.
+    app.config.JudgedExecute.secret = read_secret(root)
+    app.config.JudgedExecute.hide_paths = [str(Path(root).resolve())]
+    for name, value in settings.items():
+        setattr(app.config.JudgedExecute, name, value)
     _worker.update(root=Path(root), work=work, api=NbGraderAPI(config=app.config))
 
 
@@ -170,12 +177,14 @@ def merge(root: Path, outcome: Outcome) -> None:
 
 def grade_class(root: Path, submissions: list[Submission], jobs: int,
                 on_done: Callable[[Outcome, int, int], None] | None = None,
-                while_grading: Callable[[], object] | None = None) -> list[Outcome]:
+                while_grading: Callable[[], object] | None = None,
+                settings: dict | None = None) -> list[Outcome]:
     """Grade ``submissions`` with ``jobs`` worker processes; merge each result as it comes.
 
     The course's gradebook must already hold the assignments (``autograd-course release``).
     ``on_done(outcome, done, total)`` is called in the main process after each merge;
-    ``while_grading()`` once every worker has been forked (so a thread it starts is safe).
+    ``while_grading()`` once every worker has been forked (so a thread it starts is safe);
+    ``settings`` are JudgedExecute settings for this run (e.g. ``require_sandbox``).
     A submission that kills its worker process (a signal to the parent, the OOM killer)
     stops only that pool: the submissions it left unfinished are graded again, one pool
     each, and only one that kills its worker again is reported as not graded.
@@ -197,7 +206,8 @@ def grade_class(root: Path, submissions: list[Submission], jobs: int,
 
     with tempfile.TemporaryDirectory(prefix="autograd-course-grade-") as tmp:
         shutil.copy2(root / GRADEBOOK, Path(tmp) / GRADEBOOK)
-        pool = _Pool(root, sorted({s.assignment for s in submissions}), Path(tmp))
+        read_secret(root)  # made once here, before the workers read it
+        pool = _Pool(root, sorted({s.assignment for s in submissions}), Path(tmp), settings or {})
         unfinished = pool.run(submissions, jobs, finish, while_grading)
         for submission in unfinished:  # the pool broke: again, each alone
             for left in pool.run([submission], 1, finish):
@@ -230,8 +240,8 @@ def record_failure(root: Path, outcome: Outcome) -> None:
 class _Pool:
     """Worker processes with private courses under ``tmp`` (removed with it)."""
 
-    def __init__(self, root: Path, assignments: list[str], tmp: Path):
-        self.initargs = (str(root), assignments, str(tmp / GRADEBOOK), str(tmp))
+    def __init__(self, root: Path, assignments: list[str], tmp: Path, settings: dict):
+        self.initargs = (str(root), assignments, str(tmp / GRADEBOOK), str(tmp), settings)
 
     def run(self, submissions, jobs, finish, started=None) -> list[Submission]:
         """Grade ``submissions``; return those left unfinished because the pool broke."""

@@ -1,12 +1,13 @@
-"""nbgrader preprocessors that make autograding safe; the course's nbgrader_config.py uses them.
+"""nbgrader preprocessors that grade untrusted notebooks; the course's nbgrader_config.py uses them.
 
 Sanitize stage (before the notebook runs):
     :class:`RepairSubmission` puts back cells a student deleted and notes edited locked cells.
 Autograde stage:
-    :class:`GuardedExecute` runs the notebook with grader cells around every test and judges,
-    outside the kernel, whether each test really passed; :class:`RecordResults` writes the
-    grade record (scores, diagnostic messages, flags) and puts each diagnostic into the
-    gradebook comment that the feedback shows.
+    :class:`JudgedExecute` runs the student's cells in a sandboxed kernel and the test cells
+    in the judge, outside that kernel (:mod:`.judge`, :mod:`.sandbox`), and writes each test
+    cell's verdict as its outputs; :class:`RecordResults` writes the grade record (scores,
+    diagnoses, notes, flags for review) and puts each diagnostic into the gradebook comment
+    that the feedback shows.
 Feedback:
     :class:`HideHiddenTests` removes hidden-test code and tracebacks from the feedback.
 Reading:
@@ -16,28 +17,40 @@ Reading:
 
 from __future__ import annotations
 
+import contextlib
 import copy
-import json
+import importlib
 import os
-import re
 import secrets
+import shutil
+import sys
+import tempfile
 import threading
 from pathlib import Path
 
 import nbformat
+import zmq
+from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
+from jupyter_client.manager import AsyncKernelManager
+from jupyter_core.utils import run_sync
 from nbconvert.exporters import NotebookExporter
 from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
-from traitlets import Integer, Unicode
+from traitlets import Bool, Integer, List, Unicode
 
-from autograd_course.grading import record, scan
+from autograd_course.grading import record, sandbox, scan
 
 META = "autograd_course"
 HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
 HIDDEN_END = "### END HIDDEN TESTS"
+SECRET_FILE = ".grader-secret"
+GRADING_KERNEL = "autograd-course-grading"
+PASSED = "All tests passed."
+NOT_SANDBOXED = ("not sandboxed: the student's kernel ran without bubblewrap, with the "
+                 "grader's file rights")
 
 
 def _notes(nb: NotebookNode) -> list[str]:
@@ -55,14 +68,6 @@ def _is_test_cell(cell: NotebookNode) -> bool:
 def _error(ename: str, evalue: str) -> NotebookNode:
     return nbformat.v4.new_output(
         "error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"]
-    )
-
-
-def _stdout(cell: NotebookNode) -> str:
-    return "".join(
-        o.get("text", "")
-        for o in cell.get("outputs", [])
-        if o.output_type == "stream" and o.name == "stdout"
     )
 
 
@@ -172,110 +177,208 @@ class RepairSubmission(NbGraderPreprocessor):
         return nb, resources
 
 
-class _Instrumented:
-    """The notebook as the kernel runs it: grader cells around every test cell."""
-
-    def __init__(self, nb: NotebookNode):
-        self.original = nb
-        self.prologue_token = secrets.token_hex(16)
-        self.cells: list[NotebookNode] = []
-        self.roles: list[tuple[str, int]] = []  # (role, index of the original cell)
-        self.tokens: dict[int, dict[str, str]] = {}
-        self.sources: dict[int, str] = {}
-        self._add(
-            "prologue",
-            -1,
-            "import autograd_course.grading.guard as __grader_guard\n"
-            f"__grader_guard.install(); print('{self.prologue_token}:installed')",
-        )
-        for index, cell in enumerate(nb.cells):
-            if not _is_test_cell(cell):
-                self.cells.append(cell)
-                self.roles.append(("cell", index))
-                continue
-            tokens = {k: secrets.token_hex(16) for k in ("reset", "end", "canary", "after")}
-            self.tokens[index] = tokens
-            self._add("reset", index, f"__grader_guard.reset('{tokens['reset']}')")
-            self.sources[index] = cell.source
-            cell.source = cell.source.rstrip() + f"\nprint('{tokens['end']}')"
-            self.cells.append(cell)
-            self.roles.append(("test", index))
-            self._add(
-                "canary",
-                index,
-                f"__grader_guard.canary('{tokens['canary']}')\nprint('{tokens['after']}')",
-            )
-
-    def _add(self, role: str, index: int, source: str) -> None:
-        self.cells.append(nbformat.v4.new_code_cell(source))
-        self.roles.append((role, index))
-
-    def notebook(self) -> NotebookNode:
-        nb = copy.copy(self.original)
-        nb.cells = self.cells
-        return nb
-
-    def restore_sources(self) -> None:
-        for index, source in self.sources.items():
-            self.original.cells[index].source = source
+def cell_role(cell: NotebookNode) -> str:
+    """What a cell is to the grader: "test", "locked" (trusted code), "answer" or "text"."""
+    if cell.cell_type != "code":
+        return "text"
+    if _is_test_cell(cell):
+        return "test"
+    meta = cell.metadata.get("nbgrader", {})
+    if meta.get("locked") and not meta.get("solution"):
+        return "locked"
+    return "answer"
 
 
-class GuardedExecute(Execute):
-    """nbgrader's Execute, made safe against tampering and hostile notebooks.
+class _GradingKernelManager(AsyncKernelManager):
+    """A kernel manager whose connection file the sandboxed kernel's user can read, and whose
+    clients refuse messages over 256 MiB (a kernel flooding its outputs cannot fill the
+    grader's memory with them)."""
 
-    - A grader cell runs first and captures the comparison functions, the course's check
-      helpers and the IPython hooks (:mod:`autograd_course.grading.guard`).
-    - Before every test cell a grader cell restores all of them and reports what had changed.
-    - Every test cell ends with a secret token; a test passes only if its token was printed
-      (it ran to its end) and no error was reported.
-    - After every test cell a canary cell must fail with its own secret; a kernel that hides
-      failures (replaced run_cell, input transformers, custom exception handlers) is caught.
-    - The student's code is scanned outside the kernel (:mod:`.scan`).
-    Any sign of tampering withholds the notebook's autograded points and flags it.
-    A kernel that dies (crash, ``os._exit``, memory limit) or stops answering fails only
-    the tests that had not run; the notebook is still graded.
+    def _context_default(self):
+        context = super()._context_default()
+        context.setsockopt(zmq.MAXMSGSIZE, 256 * 2**20)
+        return context
+
+    def write_connection_file(self, **kwargs) -> None:
+        super().write_connection_file(**kwargs)
+        if os.geteuid() == 0:
+            os.chown(self.connection_file, sandbox.NOBODY, sandbox.NOBODY)
+
+
+class _OneKernelSpec(KernelSpecManager):
+    """Knows one kernel spec, the grading kernel's, whatever the notebook names."""
+
+    def __init__(self, spec: KernelSpec, **kwargs):
+        super().__init__(**kwargs)
+        self.spec = spec
+
+    def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
+        return self.spec
+
+
+def read_secret(root: str | Path) -> str:
+    """The grader's secret of the course at ``root`` (``.grader-secret``), made on first use.
+
+    It seeds the hidden tests' inputs: with it, a submission is always graded on the same
+    inputs (so a regrade or a self-check agrees with the grade), and it never leaves the
+    grader (the sandbox hides the course root from the kernel).
+    """
+    path = Path(root) / SECRET_FILE
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        pass
+    else:
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_hex(32) + "\n")
+    return path.read_text().strip()
+
+
+class _LazyJudge:
+    """The judge module, imported in a thread: torch loads while the kernel starts."""
+
+    def __init__(self):
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self._thread is None and "autograd_course.grading.judge" not in sys.modules:
+            self._thread = threading.Thread(target=importlib.import_module,
+                                            args=("autograd_course.grading.judge",), daemon=True)
+            self._thread.start()
+
+    def __getattr__(self, name: str):
+        if self._thread is not None:
+            self._thread.join()
+        return getattr(importlib.import_module("autograd_course.grading.judge"), name)
+
+
+judge = _LazyJudge()
+
+
+class JudgedExecute(Execute):
+    """nbgrader's Execute with the verdict reached outside the student's kernel.
+
+    The student's cells run in a sandboxed kernel (:mod:`.sandbox`); the locked cells run
+    there and in the judge (:mod:`.judge`); test cells run only in the judge, which reads the
+    kernel's names as data and calls its functions remotely. The judge writes each test
+    cell's outputs -- one pass line, or the diagnosis as an error -- so nbgrader's own
+    SaveAutoGrades gives the points the judge decided, and nothing the student's code shows
+    gives credit. The student's code is scanned outside the kernel; a finding is a flag for
+    a person, never a penalty. A kernel that dies (crash, ``os._exit``, memory limit) or
+    stops answering fails only the tests that had not run.
     """
 
     memory_limit_mb = Integer(
-        4096, help="Kill the grading kernel when its memory (RSS) exceeds this many MiB."
+        4096, help="Memory (address space, and resident size) a grading kernel may use, in MiB."
     ).tag(config=True)
-    withheld_message = Unicode(
-        "tampering with the grader was detected ({reason}); the autograded points of this "
-        "notebook are withheld and your instructor will review it",
-        help="The message a tampered notebook's test cells fail with.",
+    cpu_seconds = Integer(
+        1800, help="CPU seconds a grading kernel may use over the whole notebook."
+    ).tag(config=True)
+    sandbox = Bool(
+        True, help="Run the student's kernel in bubblewrap when it is available."
+    ).tag(config=True)
+    require_sandbox = Bool(
+        False, help="Refuse to grade when the sandbox (bubblewrap) cannot run."
+    ).tag(config=True)
+    reply_limit_mb = Integer(
+        64, help="Largest answer, in MiB, the judge reads from a kernel in one call."
+    ).tag(config=True)
+    hide_paths = List(
+        Unicode(), help="Further folders the student's kernel must not see (besides the course "
+        "root, the exchange and a SQLite gradebook's folder)."
+    ).tag(config=True)
+    secret = Unicode(
+        "", help="The grader's secret that seeds hidden inputs (default: the course root's "
+        f"{SECRET_FILE}, made on first use)."
     ).tag(config=True)
 
     def preprocess(self, nb, resources):
+        judge.start()
+        self.shutdown_kernel = "immediate"  # nothing in a grading kernel is worth waiting for
         state = resources.setdefault(META, {})
+        coursedir, assignment, notebook = _course_paths(self.config, resources)
+        student = resources.get("nbgrader", {}).get("student", "")
         notes = list(nb.metadata.get(META, {}).get("notes", []))
-        findings = self._scan(nb)
-        plan = _Instrumented(nb)
-        self._watch = {"killed": None}
-        failure = None
-        try:
-            super().preprocess(plan.notebook(), resources)
-        except Exception as exc:  # the kernel died or stopped answering: grade what ran
-            failure = self._describe_failure(exc)
-        finally:
-            plan.restore_sources()
-            self.nb = nb
-        flags, reasons = self._judge(plan, failure)
-        flags += [f"code scan: {f}" for f in findings]
-        if flags:
-            reason = "; ".join(dict.fromkeys(f.split(":")[0] for f in flags))
-            for index in plan.tokens:
-                cell = nb.cells[index]
-                cell.outputs.insert(
-                    0, _error("TamperingDetected", self.withheld_message.format(reason=reason))
-                )
-        state.update(notes=notes, flags=flags, reasons=reasons, failure=failure)
+        flags, flagged = self._scan(nb)
+        secret = (self.secret or read_secret(coursedir.root)).encode()
+        with tempfile.TemporaryDirectory(prefix="autograd-course-kernel-") as tmp:
+            work, ipc = sandbox.prepare_folders(Path(tmp))
+            _copy_other_files(resources, work)
+            limits = sandbox.Limits(memory_mb=self.memory_limit_mb, cpu_seconds=self.cpu_seconds)
+            argv, sandboxed = sandbox.kernel_command(
+                work, ipc, _hidden_paths(coursedir) + [Path(p) for p in self.hide_paths], limits,
+                use_sandbox=self.sandbox, require=self.require_sandbox)
+            self._kernel = dict(argv=argv, work=work, ipc=ipc,
+                                seed=(secret, student, assignment, notebook))
+            self.session = None  # made at the first cell the judge runs (see _link)
+            self._watch = {"killed": None}
+            self._unanswered, self._answer_error = False, ""
+            self.km_started_ok = False
+            failure = None
+            try:
+                super().preprocess(nb, resources)
+            except judge.AuthoringError:
+                raise
+            except Exception as exc:  # the kernel died or stopped answering: grade what ran
+                failure = self._describe_failure(exc)
+            finally:
+                if self.session is not None:
+                    self.session.link.close()
+                if self._kernel.get("log"):
+                    self._kernel["log"].close()
+                self.nb = nb
+            if failure and not self.km_started_ok:
+                failure += ": " + _tail(Path(tmp) / "kernel.log")
+        for cell in nb.cells:
+            if cell_role(cell) == "test" and not cell.get("outputs"):
+                reason = failure or "the test did not run"
+                cell.outputs = [_error("NotRun", reason)]
+        if not sandboxed:
+            notes.append(NOT_SANDBOXED)
+        notes += [f"the course's locked cell failed in the judge: {e}"
+                  for e in (self.session.locked_errors if self.session else [])]
+        state.update(notes=notes, flags=flags, flagged=sorted(flagged), failure=failure,
+                     sandboxed=sandboxed)
         return nb, resources
 
-    # -- running -----------------------------------------------------------------------
+    # -- the kernel ----------------------------------------------------------------------
+    def create_kernel_manager(self):
+        spec = KernelSpec(argv=self._kernel["argv"], display_name="autograd-course grading",
+                          language="python", interrupt_mode="message", env={})
+        self.kernel_name = GRADING_KERNEL
+        ipc = self._kernel["ipc"]
+        self.km = _GradingKernelManager(
+            kernel_name=GRADING_KERNEL, kernel_spec_manager=_OneKernelSpec(spec),
+            transport="ipc", ip=str(ipc / "kernel"), connection_file=str(ipc / "kernel.json"),
+            config=self.config)
+        return self.km
+
+    async def async_start_new_kernel(self, **kwargs):
+        # The kernel's own stdout and stderr (not the notebook's outputs) go to a log, which
+        # is quoted when the kernel fails to start.
+        self._kernel["log"] = open(self._kernel["work"].parent / "kernel.log", "wb")  # noqa: SIM115
+        kwargs.update(cwd=str(self._kernel["work"]), stdout=self._kernel["log"],
+                      stderr=self._kernel["log"])
+        return await super().async_start_new_kernel(**kwargs)
+
+    start_new_kernel = run_sync(async_start_new_kernel)
+
     def start_new_kernel_client(self):
         client = super().start_new_kernel_client()
+        self.km_started_ok = True
         self._start_watchdog()
         return client
+
+    def _link(self):
+        """The judge's session and its link to the kernel, made at their first use."""
+        if self.session is None:
+            provisioner = getattr(self.km, "provisioner", None)
+            process = getattr(provisioner, "process", None)
+            link = judge.JupyterLink(self.km, self.reply_limit_mb * 2**20,
+                                     alive=lambda: process is None or process.poll() is None)
+            self.session = judge.Session(link, seed_key=judge.seed_key(*self._kernel["seed"]),
+                                         timeout=float(self.timeout or 60))
+        return self.session.link
 
     async def _async_handle_timeout(self, timeout, cell=None):
         self._timed_out = timeout
@@ -310,7 +413,15 @@ class GuardedExecute(Execute):
 
         threading.Thread(target=poll, daemon=True, name="grader-memory-watchdog").start()
 
+    # -- the cells -----------------------------------------------------------------------
     def preprocess_cell(self, cell, resources, index):
+        role = cell_role(cell)
+        if role == "text":
+            return cell, resources
+        if role == "test":
+            self._link()
+            self._judge(cell)
+            return cell, resources
         timeouts = getattr(self, "_timeouts_in_a_row", 0)
         if timeouts >= 2:
             raise _Unresponsive("the kernel did not answer after two interrupted time-outs")
@@ -327,103 +438,109 @@ class GuardedExecute(Execute):
                 ),
             )
         self._timeouts_in_a_row = timeouts + 1 if self._timed_out is not None else 0
+        if role == "locked":
+            self._link()
+            self.session.run_locked(cell.source, _grade_id(cell) or f"cell {index}")
+        elif role == "answer":
+            errors = [o for o in cell.outputs if o.output_type == "error"]
+            if errors and errors[-1].get("ename") == "NotImplementedError" and (
+                    utils.is_solution(cell)):
+                self._unanswered = True
+            elif errors and utils.is_solution(cell):
+                self._answer_error = f"{errors[-1].get('ename')}: {errors[-1].get('evalue', '')}"
         return cell, resources
+
+    def _judge(self, cell) -> None:
+        grade_id = _grade_id(cell)
+        verdict = self.session.run_test(cell.source, grade_id, unanswered=self._unanswered,
+                                        answer_error=self._answer_error)
+        self._unanswered, self._answer_error = False, ""
+        outputs = []
+        if verdict.stdout:
+            outputs.append(nbformat.v4.new_output("stream", name="stdout", text=verdict.stdout))
+        if verdict.passed:
+            outputs.append(nbformat.v4.new_output("stream", name="stdout", text=PASSED + "\n"))
+        else:
+            outputs.append(_error(verdict.ename, verdict.message))
+        self.code_cells_executed += 1
+        cell.execution_count = self.code_cells_executed
+        cell.outputs = outputs
+        self.resources.setdefault(META, {}).setdefault("diagnoses", {})[grade_id] = (
+            verdict.diagnosis)
 
     def _describe_failure(self, exc: BaseException) -> str:
         if self._watch.get("killed"):
             return self._watch["killed"]
         if isinstance(exc, _Unresponsive):
             return str(exc)
+        if isinstance(exc, sandbox.SandboxUnavailable):
+            raise exc
         name = type(exc).__name__
-        if name == "DeadKernelError":
+        if name == "DeadKernelError" or (self.session and self.session.dead):
             return "the kernel died (a crash, os._exit or a signal)"
         return f"grading stopped: {_short(exc)}"
 
-    # -- judging -----------------------------------------------------------------------
-    def _scan(self, nb) -> list[scan.Finding]:
+    # -- the scan ------------------------------------------------------------------------
+    def _scan(self, nb) -> tuple[list[str], set[str]]:
+        """Flags for review (never a penalty), and the test cells they concern."""
         protected: dict[str, str] = {}
         for cell in nb.cells:
-            locked = cell.metadata.get("nbgrader", {}).get("locked", False)
-            if cell.cell_type == "code" and locked and not utils.is_solution(cell):
+            if cell_role(cell) == "locked":
                 protected.update(
                     {k: v for k, v in scan.imported_names(cell.source).items() if "." in v}
                 )
-        findings = []
+        flags, flagged, pending = [], set(), []
         for cell in nb.cells:
-            nbg = cell.metadata.get("nbgrader", {})
-            if cell.cell_type != "code" or (nbg.get("locked") and not nbg.get("solution")):
-                continue
-            where = nbg.get("grade_id") or f"cell {cell.get('id', '?')}"
-            findings.extend(scan.scan_source(cell.source, where, protected))
-        return findings
+            role = cell_role(cell)
+            if role == "test":
+                if pending:
+                    flagged.add(_grade_id(cell))
+                pending = []
+            elif role == "answer":
+                where = _grade_id(cell) or f"cell {cell.get('id', '?')}"
+                found = scan.scan_source(cell.source, where, protected)
+                flags += [f"code scan: {f}" for f in found]
+                pending += found
+        return flags, flagged
 
-    def _judge(self, plan: _Instrumented, failure: str | None):
-        flags: list[str] = []
-        reasons: dict[str, str] = {}
-        prologue = plan.cells[0]
-        if f"{plan.prologue_token}:installed" not in _stdout(prologue):
-            raise RuntimeError(
-                "the grader's first cell failed: " + json.dumps(prologue.outputs)[:500]
-            )
-        ran = [i for i, c in enumerate(plan.cells)
-               if c.get("execution_count") is not None or c.get("outputs")]
-        last_run = ran[-1] if ran else -1  # where the kernel was when it died, if it did
-        for position, ((role, index), cell) in enumerate(
-                zip(plan.roles, plan.cells, strict=True)):
-            if role == "prologue" or index not in plan.tokens:
-                continue
-            tokens = plan.tokens[index]
-            grade_id = _grade_id(plan.original.cells[index])
-            executed = cell.get("execution_count") is not None or bool(cell.get("outputs"))
-            if not executed:
-                if role == "test":
-                    reason = failure or "the test did not run"
-                    cell.outputs.insert(0, _error("NotRun", reason))
-                    reasons[grade_id] = reason
-                continue
-            if role == "reset":
-                match = re.search(re.escape(tokens["reset"]) + r":reset:(\[.*\])", _stdout(cell))
-                if match is None:
-                    flags.append(f"grader cell blocked: the check before {grade_id} did not run")
-                else:
-                    for name in json.loads(match.group(1)):
-                        flags.append(f"replaced {name}: found before {grade_id}")
-            elif role == "test":
-                died_here = failure is not None and position == last_run
-                self._judge_test(cell, tokens, grade_id, flags, failure if died_here else None)
-            elif role == "canary":
-                errors = [o for o in cell.outputs if o.output_type == "error"]
-                honest = any(
-                    o.get("ename") == "AssertionError" and o.get("evalue") == tokens["canary"]
-                    for o in errors
-                ) and tokens["after"] not in _stdout(cell)
-                if not honest:
-                    flags.append(
-                        f"kernel hides failures: a failing grader cell after {grade_id} "
-                        "was reported as passing"
-                    )
-        return flags, reasons
 
-    @staticmethod
-    def _judge_test(cell, tokens, grade_id, flags, died: str | None) -> None:
-        """Pass only a test that printed its end token; ``died`` names a kernel death in it."""
-        finished = tokens["end"] in _stdout(cell)
-        for output in cell.outputs:
-            if output.output_type == "stream" and tokens["end"] in output.text:
-                output.text = output.text.replace(tokens["end"] + "\n", "").replace(
-                    tokens["end"], ""
-                )
-        cell.outputs = [o for o in cell.outputs if not (o.output_type == "stream" and not o.text)]
-        failed = any(o.output_type == "error" for o in cell.outputs)
-        if not finished and not failed and died:
-            cell.outputs.insert(0, _error("KernelDied", died))
-        elif not finished and not failed:
-            flags.append(
-                f"kernel hides failures: {grade_id} stopped before its end without an error"
-            )
-            cell.outputs.insert(
-                0, _error("TestDidNotFinish", "the test cell did not run to its end")
-            )
+def _copy_other_files(resources, work: Path) -> None:
+    """Copy the submission's other files (data, modules) into the kernel's working folder."""
+    folder = resources.get("metadata", {}).get("path")
+    if not folder or not Path(folder).is_dir():
+        return
+    for path in Path(folder).iterdir():
+        if path.suffix == ".ipynb" or path.name.endswith(record.SUFFIX) or path.is_symlink():
+            continue
+        target = work / path.name
+        if path.is_dir():
+            shutil.copytree(path, target, symlinks=False, ignore_dangling_symlinks=True)
+        elif path.is_file():
+            shutil.copy2(path, target)
+    if os.geteuid() == 0:
+        for path in [work, *work.rglob("*")]:
+            os.chown(path, sandbox.NOBODY, sandbox.NOBODY, follow_symlinks=False)
+
+
+def _hidden_paths(coursedir: CourseDirectory) -> list[Path]:
+    """Folders the kernel must not see: the course, the exchange, a SQLite gradebook's."""
+    hidden = [Path(coursedir.root)]
+    exchange = coursedir.config.get("Exchange", {}).get("root")
+    if exchange:
+        hidden.append(Path(exchange))
+    db_url = coursedir.db_url or ""
+    if db_url.startswith("sqlite:///"):
+        hidden.append(Path(db_url.removeprefix("sqlite:///")).parent)
+    return [p for p in hidden if p.exists()]
+
+
+def _tail(path: Path, lines: int = 3) -> str:
+    """The last lines of a log, on one line (why a kernel did not start)."""
+    try:
+        text = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return "no kernel log"
+    return " / ".join(text[-lines:])[-400:] or "the kernel wrote nothing"
 
 
 class _Unresponsive(Exception):
@@ -434,15 +551,18 @@ class RecordResults(NbGraderPreprocessor):
     """Write the grade record of the notebook and put each diagnostic in the gradebook.
 
     The record (``<notebook>.grading.json`` beside the autograded notebook) lists every test
-    cell with its points, score and message, the notes on repaired cells and the tampering
-    flags; the message also becomes the auto-comment of the question's solution cell, which
-    nbgrader's feedback shows.
+    cell with its points, score, message and diagnosis code, the notes on repaired cells and
+    on the sandbox, and the flags of the code scan; the message also becomes the auto-comment
+    of the question's solution cell, which nbgrader's feedback shows. A question whose code
+    the scan flagged is marked as needing a manual grade, so formgrader shows it; its score
+    stays what the judge gave.
     """
 
     def preprocess(self, nb, resources):
         coursedir, assignment, notebook = _course_paths(self.config, resources)
         student = resources["nbgrader"]["student"]
         state = resources.get(META, {})
+        diagnoses = state.get("diagnoses", {})
         questions = []
         solution_of = {}
         last_solution = None
@@ -451,17 +571,12 @@ class RecordResults(NbGraderPreprocessor):
                 last_solution = _grade_id(cell)
             if _is_test_cell(cell):
                 score, points = utils.determine_grade(cell, self.log)
-                message = record.diagnostic(cell.outputs)
                 grade_id = _grade_id(cell)
-                questions.append(
-                    dict(
-                        question=grade_id,
-                        points=points,
-                        score=score,
-                        passed=score == points,
-                        message=message,
-                    )
-                )
+                questions.append(dict(
+                    question=grade_id, points=points, score=score, passed=score == points,
+                    message=record.diagnostic(cell.outputs),
+                    diagnosis=diagnoses.get(grade_id) or ("" if score == points else "error"),
+                ))
                 if last_solution:
                     solution_of[grade_id] = last_solution
         data = record.GradeRecord(
@@ -472,17 +587,27 @@ class RecordResults(NbGraderPreprocessor):
             flags=state.get("flags", []),
             notes=state.get("notes", []),
             failure=state.get("failure"),
+            sandboxed=state.get("sandboxed", False),
+            errors=_cell_errors(nb),
         )
         directory = Path(coursedir.format_path(coursedir.autograded_directory, student, assignment))
         data.write(directory / f"{notebook}{record.SUFFIX}")
         for flag in data.flags:
             self.log.warning("FLAGGED %s/%s/%s: %s", student, assignment, notebook, flag)
-        self._comment(resources, notebook, assignment, student, questions, solution_of)
+        if not data.sandboxed:
+            self.log.warning("NOT SANDBOXED %s/%s/%s", student, assignment, notebook)
+        self._write_gradebook(resources, notebook, assignment, student, questions, solution_of,
+                              set(state.get("flagged", [])))
         return nb, resources
 
-    def _comment(self, resources, notebook, assignment, student, questions, solution_of):
+    def _write_gradebook(self, resources, notebook, assignment, student, questions,
+                         solution_of, flagged):
         with Gradebook(resources["nbgrader"]["db_url"]) as gradebook:
             for question in questions:
+                if question["question"] in flagged:
+                    with contextlib.suppress(MissingEntry):
+                        gradebook.find_grade(question["question"], notebook, assignment,
+                                             student).needs_manual_grade = True
                 solution = solution_of.get(question["question"])
                 if solution is None or question["passed"]:
                     continue
@@ -492,6 +617,24 @@ class RecordResults(NbGraderPreprocessor):
                     continue
                 comment.auto_comment = f"{question['question']}: {question['message']}"
             gradebook.db.commit()
+
+
+def _cell_errors(nb: NotebookNode) -> list[str]:
+    """The errors the student's own cells raised: "cell: Type: message", cut short."""
+    errors = []
+    for index, cell in enumerate(nb.cells):
+        if cell_role(cell) != "answer":
+            continue
+        for output in cell.get("outputs", []):
+            if output.output_type == "error":
+                where = _grade_id(cell) or f"cell {index + 1}"
+                errors.append(f"{where}: {record.shorten(_error_text(output), 200)}")
+    return errors
+
+
+def _error_text(output) -> str:
+    value = record.strip_ansi(str(output.get("evalue", ""))).strip()
+    return f"{output.get('ename')}: {value}" if value else str(output.get("ename"))
 
 
 class HideHiddenTests(NbGraderPreprocessor):

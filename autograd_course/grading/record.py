@@ -1,8 +1,9 @@
 """Grade records: one JSON file per graded notebook, beside it in autograded/.
 
-A record says, for one student's notebook, each test cell's points, score and diagnostic
-message, the notes on what the grader repaired (deleted or edited cells, a broken file),
-the tampering flags, and why grading stopped early if it did.
+A record says, for one student's notebook, each test cell's points, score, diagnostic message
+and diagnosis code, the notes on what the grader repaired (deleted or edited cells, a broken
+file) and whether the kernel was sandboxed, the code scan's flags for review, the errors the
+student's own cells raised, and why grading stopped early if it did.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ class GradeRecord:
     flags: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     failure: str | None = None
+    sandboxed: bool = False
+    errors: list[str] = field(default_factory=list)  # errors the student's own cells raised
 
     @property
     def score(self) -> float:
@@ -43,6 +46,17 @@ class GradeRecord:
     @classmethod
     def read(cls, path: Path) -> GradeRecord:
         return cls(**json.loads(Path(path).read_text()))
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` on one line, cut to ``limit`` characters (with an ellipsis when cut)."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` without terminal colour codes."""
+    return _ANSI.sub("", text)
 
 
 def diagnostic(outputs) -> str:

@@ -1,10 +1,27 @@
-"""Read a student's code outside the kernel and name attempts to tamper with grading.
+"""Read a student's code outside the kernel and flag what reaches beyond the student's answer.
 
-The scan looks at the cells a student can edit (solution cells and free cells), never at
-the locked cells the grader restores. It is deliberately narrow, so that honest code is
-not flagged: it reports code that replaces or deletes attributes of the modules the tests
-rely on, rebinds the names of the course's check helpers, reaches into the IPython shell,
-or runs code built at run time (``exec``/``eval``/``compile``/``__import__``).
+The scan is a hint for a reviewer, never a defence and never a penalty: the judge decides the
+points outside the kernel (:mod:`.judge`), so nothing the student's code does in its kernel can
+change them. A finding marks the question for a person to look at (formgrader shows it as
+needing a manual grade) and keeps the points the judge gave.
+
+It looks at the cells a student can edit, never at the locked cells the grader restores, and
+names code that reaches past the student's own answer:
+
+- replacing or deleting attributes of libraries and of the course package
+  (``torch.allclose = ...``, ``setattr(checks, ...)``, ``f.__code__ = ...``), or rebinding
+  the names the tests use;
+- reading the interpreter's internals to find other code's values: frames
+  (``sys._getframe``, ``inspect.stack``, ``f_locals``), the garbage collector's object lists,
+  the input history (``In``, ``_ih``), ``ctypes``;
+- hooking into how results are shown or judged: ``sys.displayhook``, ``__torch_function__``,
+  torch function or dispatch modes, the IPython shell's internals (events, transformers,
+  ``set_custom_exc``, ``display_pub``);
+- acting outside the notebook: signals to other processes, databases, files opened by a path
+  that leaves the working folder, code built at run time (``exec``, ``eval``).
+
+Honest notebooks are not flagged: displaying, plotting, magics such as ``%matplotlib``,
+``%pip`` and ``!ls``, importing ``gc`` or ``inspect`` for ordinary use.
 """
 
 from __future__ import annotations
@@ -12,49 +29,32 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-# Modules whose attributes tests rely on: assigning or deleting any of their attributes is
-# tampering (``torch.allclose = ...``, ``del np.isclose``, ``sys.modules[...] = ...``).
-PROTECTED_ROOTS = {
-    "torch",
-    "np",
-    "numpy",
-    "math",
-    "sys",
-    "builtins",
-    "__builtins__",
-    "IPython",
-    "ipykernel",
-    "autograd_course",
-    "checks",
-    "unittest",
-    "pytest",
-}
-# Attributes of protected modules that are settings a student may change.
-SETTINGS = ("torch.backends.",)
-FORBIDDEN_IMPORTS = {
-    "builtins",
-    "IPython",
-    "ipykernel",
-    "ctypes",
-    "gc",
-    "importlib",
-    "autograd_course.grading",
-    "traitlets",
-    "zmq",
-    "jupyter_client",
-}
-DYNAMIC_CALLS = {"exec", "eval", "compile", "__import__", "globals", "vars", "breakpoint"}
+# Modules whose attributes tests rely on: assigning or deleting any of them is flagged.
+LIBRARIES = {"torch", "np", "numpy", "math", "sys", "builtins", "__builtins__", "IPython",
+             "ipykernel", "autograd_course", "checks", "unittest", "pytest", "nn", "F", "optim"}
+SETTINGS = ("torch.backends.",)  # library settings a student may change
+INTERNAL_IMPORTS = ("ctypes", "autograd_course.grading", "autograd_course.agent",
+                    "autograd_course.wire", "IPython.core", "ipykernel", "traitlets", "zmq",
+                    "jupyter_client", "sqlite3", "torch.overrides", "torch.utils._python_dispatch")
+# Calls that read other code's frames and objects, or act on other processes: unambiguous
+# names, and names that are only suspicious with their module (torch.stack is not inspect's).
+INTROSPECTION_CALLS = {"_getframe", "currentframe", "getouterframes", "getinnerframes",
+                       "get_referrers", "get_referents", "get_objects", "settrace", "setprofile",
+                       "killpg", "inspect.stack", "sys.displayhook", "sys.excepthook", "os.kill",
+                       "signal.pthread_kill"}
+INTROSPECTION_ATTRIBUTES = {"__code__", "__globals__", "__closure__", "f_globals", "f_locals",
+                            "f_back", "__subclasses__", "__torch_function__",
+                            "__torch_dispatch__", "__stdout__", "__stderr__", "display_pub",
+                            "displayhook", "events", "input_transformers_post",
+                            "input_transformers_cleanup", "ast_transformers", "set_custom_exc"}
+HISTORY_NAMES = {"In", "Out", "_ih", "_oh", "_i", "_ii", "_iii", "__builtins__"}
+DYNAMIC_CALLS = {"exec", "eval", "compile", "__import__", "breakpoint"}
 ATTRIBUTE_CALLS = {"setattr", "delattr"}
-# Magics that only change how a cell is shown or timed, or reload code: name -> the start
-# its argument must have ("" for any).
-HARMLESS_MAGICS = {"matplotlib": "", "time": "", "timeit": "", "capture": "", "precision": "",
-                   "config": "InlineBackend", "load_ext": "autoreload", "autoreload": "",
-                   "who": "", "whos": ""}
 
 
 @dataclass(frozen=True)
 class Finding:
-    """One suspicious construct: where it is and what it does."""
+    """One construct for a reviewer to look at: where it is and what it does."""
 
     cell: str
     line: int
@@ -73,22 +73,21 @@ def _root_name(node: ast.AST) -> str | None:
 
 
 def _dotted(node: ast.AST) -> str:
-    try:
-        return ast.unparse(node)
-    except Exception:  # pragma: no cover - unparse handles every node ast.parse gives
-        return "?"
+    return ast.unparse(node)
 
 
 def _to_python(source: str) -> str:
     """Turn IPython syntax (magics, shell escapes) into Python, as the kernel would."""
-    try:
-        from IPython.core.inputtransformer2 import TransformerManager
-    except ImportError:  # pragma: no cover - IPython is a dependency of the course
-        return source
+    from IPython.core.inputtransformer2 import TransformerManager
+
     try:
         return TransformerManager().transform_cell(source)
-    except Exception:
+    except Exception:  # noqa: BLE001 - a cell IPython cannot read either
         return source
+
+
+def _leaves_folder(path: str) -> bool:
+    return path.startswith(("/", "~")) or ".." in path.replace("\\", "/").split("/")
 
 
 class _Visitor(ast.NodeVisitor):
@@ -104,14 +103,12 @@ class _Visitor(ast.NodeVisitor):
         if isinstance(target, ast.Tuple | ast.List):
             for element in target.elts:
                 self._check_target(element, verb)
-            return
-        if isinstance(target, ast.Attribute | ast.Subscript):
+        elif isinstance(target, ast.Attribute | ast.Subscript):
             if _dotted(target).startswith(SETTINGS):
-                return  # library settings, such as torch.backends.cudnn.deterministic
-            if _root_name(target) in PROTECTED_ROOTS:
+                return
+            if _root_name(target) in LIBRARIES or (
+                    isinstance(target, ast.Attribute) and target.attr == "__code__"):
                 self.flag(target, f"{verb} {_dotted(target)}")
-            elif _root_name(target) == "get_ipython":
-                self.flag(target, f"{verb} {_dotted(target)} of the IPython shell")
         elif isinstance(target, ast.Name) and target.id in self.protected_names:
             self.flag(target, f"rebinds the name '{target.id}' that the tests use")
 
@@ -122,10 +119,6 @@ class _Visitor(ast.NodeVisitor):
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         self._check_target(node.target, "modifies")
-        self.generic_visit(node)
-
-    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
-        self._check_target(node.target, "replaces")
         self.generic_visit(node)
 
     def visit_Delete(self, node: ast.Delete) -> None:
@@ -139,95 +132,79 @@ class _Visitor(ast.NodeVisitor):
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         self._check_definition(node)
+        if node.name in ("__torch_function__", "__torch_dispatch__"):
+            self.flag(node, f"defines {node.name} (overrides how torch functions answer)")
         self.generic_visit(node)
 
-    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
-        self._check_definition(node)
-        self.generic_visit(node)
+    visit_AsyncFunctionDef = visit_FunctionDef
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         self._check_definition(node)
         self.generic_visit(node)
 
-    def _check_import(self, node, module: str, names: list[ast.alias]) -> None:
-        for alias in names:
-            full = f"{module}.{alias.name}" if module else alias.name
-            if any(full == m or full.startswith(m + ".") for m in FORBIDDEN_IMPORTS):
-                self.flag(node, f"imports {full}")
-            bound = alias.asname or alias.name.split(".")[0]
-            if bound in self.protected_names and self.protected_names[bound] != full:
-                self.flag(node, f"rebinds the name '{bound}' that the tests use")
+    def _check_import(self, node, module: str) -> None:
+        if any(module == m or module.startswith(m + ".") for m in INTERNAL_IMPORTS):
+            self.flag(node, f"imports {module}")
 
     def visit_Import(self, node: ast.Import) -> None:
-        self._check_import(node, "", node.names)
+        for alias in node.names:
+            self._check_import(node, alias.name)
+            bound = alias.asname or alias.name.split(".")[0]
+            if bound in self.protected_names and self.protected_names[bound] != alias.name:
+                self.flag(node, f"rebinds the name '{bound}' that the tests use")
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         module = node.module or ""
-        if any(module == m or module.startswith(m + ".") for m in FORBIDDEN_IMPORTS):
-            self.flag(node, f"imports from {module}")
-        else:
-            self._check_import(node, module, node.names)
+        self._check_import(node, module)
+        for alias in node.names:
+            full = f"{module}.{alias.name}"
+            self._check_import(node, full)
+            bound = alias.asname or alias.name
+            if bound in self.protected_names and self.protected_names[bound] != full:
+                self.flag(node, f"rebinds the name '{bound}' that the tests use")
 
     def visit_Name(self, node: ast.Name) -> None:
-        if node.id in {"__builtins__", "__loader__", "__spec__"}:
-            self.flag(node, f"uses {node.id}")
+        if node.id in HISTORY_NAMES and isinstance(node.ctx, ast.Load):
+            self.flag(node, f"reads {node.id} (the notebook's input history or builtins)")
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in INTROSPECTION_ATTRIBUTES:
+            self.flag(node, f"reaches into {_dotted(node)}")
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
-        if isinstance(func, ast.Name) and func.id in DYNAMIC_CALLS:
-            self.flag(node, f"runs code built at run time ({func.id})")
-        elif isinstance(func, ast.Name) and func.id in ATTRIBUTE_CALLS and node.args:
-            if _root_name(node.args[0]) in PROTECTED_ROOTS | {"get_ipython"} | set(
-                self.protected_names
-            ):
-                self.flag(node, f"{func.id} on {_dotted(node.args[0])}")
-        elif isinstance(func, ast.Attribute) and _root_name(func) == "get_ipython":
-            magic = (
-                node.args[0].value if node.args and isinstance(node.args[0], ast.Constant) else ""
-            )
-            argument = (node.args[1].value if len(node.args) > 1
-                        and isinstance(node.args[1], ast.Constant) else "")
-            harmless = (func.attr in {"run_line_magic", "run_cell_magic"}
-                        and magic in HARMLESS_MAGICS
-                        and str(argument).strip().startswith(HARMLESS_MAGICS[magic]))
-            if not harmless:
-                self.flag(node, f"uses the IPython shell ({_dotted(func)})")
-            body = node.args[2] if func.attr == "run_cell_magic" and len(node.args) > 2 else None
-            if isinstance(body, ast.Constant) and isinstance(body.value, str):
-                # a cell magic's body is code too (%%time, %%capture run it)
-                self.findings.extend(scan_source(body.value, self.cell, self.protected_names))
-            return
-        elif isinstance(func, ast.Name) and func.id == "get_ipython":
-            self.flag(node, "uses the IPython shell (get_ipython)")
-        self.generic_visit(node)
-
-    def visit_Attribute(self, node: ast.Attribute) -> None:
-        if node.attr in {
-            "__code__",
-            "__globals__",
-            "__dict__",
-            "__closure__",
-            "f_globals",
-            "f_locals",
-            "__subclasses__",
-        }:
-            self.flag(node, f"reaches into {node.attr}")
+        name = func.id if isinstance(func, ast.Name) else (
+            func.attr if isinstance(func, ast.Attribute) else "")
+        if isinstance(func, ast.Name) and name in DYNAMIC_CALLS:
+            self.flag(node, f"runs code built at run time ({name})")
+        elif isinstance(func, ast.Name) and name in ATTRIBUTE_CALLS and node.args:
+            self.flag(node, f"{name} on {_dotted(node.args[0])}")
+        elif isinstance(func, ast.Attribute) and (
+                name in INTROSPECTION_CALLS or _dotted(func) in INTROSPECTION_CALLS):
+            self.flag(node, f"calls {_dotted(func)}")
+        elif name == "open" and node.args and isinstance(node.args[0], ast.Constant) and (
+                isinstance(node.args[0].value, str) and _leaves_folder(node.args[0].value)):
+            self.flag(node, f"opens {node.args[0].value!r}, outside the working folder")
+        if isinstance(func, ast.Attribute) and func.attr == "run_cell_magic" and len(
+                node.args) > 2 and isinstance(node.args[2], ast.Constant):
+            body = node.args[2].value  # a cell magic's body is code too (%%time, %%capture)
+            if isinstance(body, str):
+                self.findings.extend(scan_source(body, self.cell, self.protected_names))
         self.generic_visit(node)
 
 
-def scan_source(
-    source: str, cell: str, protected_names: dict[str, str] | None = None
-) -> list[Finding]:
-    """Return the tampering findings in one cell's source (IPython syntax allowed).
+def scan_source(source: str, cell: str, protected_names: dict[str, str] | None = None
+                ) -> list[Finding]:
+    """Return the findings in one cell's source (IPython syntax allowed).
 
     ``protected_names`` maps the names the tests use (bound by the locked cells) to what
-    they were imported from; re-importing the same thing is fine, rebinding it is not.
+    they were imported from; re-importing the same thing is fine, rebinding it is flagged.
     """
     try:
         tree = ast.parse(_to_python(source))
     except SyntaxError:
-        return []  # code that does not parse cannot tamper; it fails on its own
+        return []  # code that does not parse does nothing; it fails on its own
     visitor = _Visitor(cell, dict(protected_names or {}))
     visitor.visit(tree)
     return visitor.findings

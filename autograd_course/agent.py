@@ -1,0 +1,151 @@
+"""The kernel side of judging: answer the judge's requests for names and calls.
+
+This module runs in the student's kernel, which the student controls: nothing here is trusted,
+and nothing here decides a grade. The judge (:mod:`autograd_course.grading.judge`) sends a
+request as the argument of :func:`serve`, which it evaluates in the kernel as a silent
+``user_expressions`` entry; the reply is a :class:`Reply` whose MIME bundle carries records
+(:mod:`autograd_course.wire`), matched to the request by its nonce.
+
+Requests are pickled by the judge (cloudpickle: the test's own functions travel by value) and
+unpickled here; a persistent id ``("h", handle)`` stands for an object this kernel sent
+earlier, which is handed over as the original object, with its graph, ``.grad`` and aliasing.
+
+- ``{"op": "get", "name": NAME}``: the value bound to NAME in the notebook's namespace;
+- ``{"op": "read", "handle": H}``: the object this kernel sent (or received) as H, as it is now;
+- ``{"op": "call", "target": f, "args": [...], "kwargs": {...}, "no_grad": bool}``: call
+  ``f`` (a student's function, by handle, or a test's function) and reply with the result or
+  the exception it raised, the state of every argument after the call (an in-place change is
+  seen), and the warnings it issued. Printed output is discarded.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import io
+import pickle
+import warnings
+
+from autograd_course.wire import Encoder, ReplyError
+
+MIME = "application/vnd.autograd-course.reply+json"
+DEFAULT_LIMIT = 64 * 2**20
+
+
+class Reply:
+    """A reply to the judge, shown through IPython's formatter as a JSON MIME bundle."""
+
+    def __init__(self, content: dict):
+        self.content = content
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return {MIME: self.content}
+
+    def __repr__(self) -> str:
+        return "<reply to the judge>"
+
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, data: bytes, objects: dict[int, object]):
+        super().__init__(io.BytesIO(data))
+        self.objects = objects
+
+    def persistent_load(self, pid):
+        if isinstance(pid, tuple) and len(pid) == 2 and pid[0] == "h" and pid[1] in self.objects:
+            return self.objects[pid[1]]
+        raise pickle.UnpicklingError(f"unknown handle {pid!r}")
+
+
+class _Sink(io.StringIO):
+    """Where a call's printed output goes: kept short, then dropped."""
+
+    def write(self, text: str) -> int:
+        if self.tell() < 10_000:
+            super().write(text[:10_000])
+        return len(text)
+
+
+class Agent:
+    """Serves one namespace (the notebook's): keeps every object it sends, by handle."""
+
+    def __init__(self, namespace: dict, limit: int = DEFAULT_LIMIT):
+        self.namespace = namespace
+        self.limit = limit
+        self.objects: dict[int, object] = {}
+        self.handles: dict[int, int] = {}  # id(object) -> handle
+
+    def keep(self, value) -> int:
+        handle = self.handles.get(id(value))
+        if handle is None or self.objects.get(handle) is not value:
+            handle = len(self.objects) + 1
+            self.objects[handle] = value
+            self.handles[id(value)] = handle
+        return handle
+
+    def serve(self, request: str) -> Reply:
+        """Answer one request (base64 of a pickled dict); never raises."""
+        nonce = None
+        try:
+            message = _Unpickler(base64.b64decode(request), self.objects).load()
+            nonce = message.get("nonce")
+            body = getattr(self, "_" + message["op"])(message)
+        except ReplyError as exc:
+            body = {"unreadable": str(exc)}
+        except Exception as exc:  # noqa: BLE001 - a request that cannot be served
+            body = {"unreadable": f"{type(exc).__name__}: {exc}"[:500]}
+        return Reply({"nonce": nonce, **body})
+
+    def _encoder(self) -> Encoder:
+        return Encoder(self.keep, self.limit)
+
+    def _get(self, message: dict) -> dict:
+        name = message["name"]
+        if name not in self.namespace:
+            return {"missing": name}
+        return {"value": self._encoder().encode(self.namespace[name])}
+
+    def _read(self, message: dict) -> dict:
+        return {"value": self._encoder().encode(self.objects[message["handle"]])}
+
+    def _call(self, message: dict) -> dict:
+        target, args, kwargs = message["target"], message["args"], message["kwargs"]
+        sink = _Sink()
+        raised = result = None
+        with (warnings.catch_warnings(record=True) as caught,
+              contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink)):
+            warnings.simplefilter("always")
+            try:
+                if message.get("no_grad"):
+                    import torch
+
+                    with torch.no_grad():
+                        result = target(*args, **kwargs)
+                else:
+                    result = target(*args, **kwargs)
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # noqa: BLE001 - the student's error is the answer
+                raised = {"type": type(exc).__name__, "message": str(exc)[:2000]}
+        encoder = self._encoder()
+        # The arguments first: a result that is one of them is then sent as a reference to it.
+        reply: dict = {"warnings": [str(w.message)[:500] for w in caught[:20]],
+                       "args": [encoder.encode(a) for a in args],
+                       "kwargs": {k: encoder.encode(v) for k, v in kwargs.items()}}
+        if raised is None:
+            reply["value"] = encoder.encode(result)
+        else:
+            reply["raised"] = raised
+        return reply
+
+
+_agent: Agent | None = None
+
+
+def serve(request: str) -> Reply:
+    """The kernel's entry point: serve a request against the notebook's namespace."""
+    global _agent
+    if _agent is None:
+        import __main__
+
+        _agent = Agent(vars(__main__))
+    return _agent.serve(request)

@@ -1,0 +1,484 @@
+"""The judge: run test cells in the grader's own process, reading the student's kernel as data.
+
+A notebook is graded by two processes. The student's kernel (sandboxed, see :mod:`.sandbox`)
+runs the student's cells. The judge, here, runs the test cells: in a fresh namespace per
+notebook that holds what the locked cells define (run here as well as in the kernel), with
+the grader's own torch and check helpers. A name the test reads and the judge does not
+define is asked of the kernel at that point of the notebook (:class:`Namespace`):
+
+- a value comes back as plain data (:mod:`autograd_course.wire`), decoded into objects the
+  judge makes itself, so nothing the kernel sends can run code here or lie to a comparison;
+- a function becomes a :class:`RemoteFunction`: calling it sends the arguments into the
+  kernel (pickled; the test's own functions travel by value), and the result comes back as
+  data, with the state of every argument after the call (an in-place change is seen);
+- anything else stays in the kernel as a :class:`Handle`, which a later call can take.
+
+Every value that comes back remembers the kernel's object: passing it into a later call
+hands the kernel its original (with graph, ``.grad`` and aliasing). The judge's own objects
+(a test's inputs, its ground truths) only ever travel as copies, and nothing the kernel does
+or says changes them, so an expected value computed from them after a call is still the
+truth; what a call did to the kernel's copy of an argument is read with :meth:`Session.current`.
+Expected values, hidden test code and grader secrets never enter the kernel; a test function
+sent there must not carry an expected value (:meth:`Session.check_not_sent` enforces it).
+
+:meth:`Session.run_test` turns one test cell into a :class:`Verdict`. The judge, not the
+kernel, decides the points.
+"""
+
+from __future__ import annotations
+
+import base64
+import builtins
+import contextlib
+import hashlib
+import hmac
+import io
+import secrets
+import time
+import types
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+import cloudpickle
+import torch
+
+from autograd_course import checks
+from autograd_course.agent import MIME, Agent
+from autograd_course.checks import CheckError, StudentError
+from autograd_course.grading import record
+from autograd_course.wire import Decoder, Handle, RemoteFunction, ReplyError
+
+_BUILTINS = frozenset(vars(builtins))
+MESSAGE_LIMIT = 300  # characters of a student's exception message shown in feedback
+
+
+class AnswerError(Exception):
+    """An answer the judge could not get: unreadable, too big, too slow, or a dead kernel."""
+
+
+class KernelDied(AnswerError):
+    """The kernel died (or stopped answering) during a request."""
+
+
+class AuthoringError(Exception):
+    """A test that breaks the judge's rules (e.g. sends an expected value into the kernel)."""
+
+
+# --- links to a kernel -----------------------------------------------------------------
+
+
+class InProcessLink:
+    """A 'kernel' in this process: an :class:`Agent` over a plain namespace (for tests).
+
+    Replies go through JSON exactly as a real kernel's do, so that encoding and decoding are
+    the same; only the process boundary (and so the sandbox) is missing.
+    """
+
+    def __init__(self, namespace: dict | None = None):
+        import json
+
+        self.namespace = {"__name__": "__main__"} if namespace is None else namespace
+        self.agent = Agent(self.namespace)
+        self._json = json
+
+    def run_cell(self, source: str) -> BaseException | None:
+        """Run a student's cell in the namespace; return its exception, if any."""
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                exec(compile(source, "<cell>", "exec"), self.namespace)
+        except Exception as exc:  # noqa: BLE001 - the student's error, as the kernel has it
+            return exc
+        return None
+
+    def close(self) -> None:
+        """Nothing to release: the 'kernel' is this process."""
+
+    def request(self, payload: str, timeout: float) -> dict:
+        bundle = self.agent.serve(payload)._repr_mimebundle_()
+        return self._json.loads(self._json.dumps(bundle[MIME]))
+
+
+class JupyterLink:
+    """A real kernel, reached with its own blocking client over the shell channel.
+
+    Each request is a silent ``execute_request`` whose ``user_expressions`` evaluates
+    :func:`autograd_course.agent.serve`; the reply is matched by message id and nonce, must
+    arrive before the deadline and stay under ``limit`` bytes.
+    """
+
+    def __init__(self, kernel_manager, limit: int, alive: Callable[[], bool]):
+        import zmq
+
+        self.alive = alive
+        self.limit = limit
+        from jupyter_client.blocking import BlockingKernelClient
+
+        context = zmq.Context()
+        context.setsockopt(zmq.MAXMSGSIZE, 2 * limit)  # a flood is cut off by zmq itself
+        self.client = BlockingKernelClient(context=context)
+        self.client.load_connection_info(kernel_manager.get_connection_info())
+        # The kernel is up (nbclient waited for it): a request sent before the sockets finish
+        # connecting is queued by zmq, so no wait for readiness is needed here.
+        self.client.start_channels(iopub=False, stdin=False, hb=False, control=True)
+
+    def request(self, payload: str, timeout: float) -> dict:
+        expression = ("__import__('autograd_course.agent', fromlist=['serve'])"
+                      f".serve('{payload}')")
+        msg_id = self.client.execute("", silent=True, store_history=False,
+                                     user_expressions={"reply": expression})
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self._interrupt()
+                raise AnswerError(f"no answer within {timeout:.0f} s (an endless loop?)")
+            try:
+                reply = self.client.get_shell_msg(timeout=min(left, 1.0))
+            except Exception:  # queue.Empty: check that the kernel is still there
+                if not self.alive():
+                    raise KernelDied("the kernel died (a crash, os._exit or a signal)") from None
+                continue
+            if reply.get("parent_header", {}).get("msg_id") == msg_id:
+                break
+        if reply.get("content", {}).get("status") != "ok":
+            raise AnswerError("the kernel could not answer")
+        result = reply.get("content", {}).get("user_expressions", {}).get("reply", {})
+        if result.get("status") != "ok":
+            name = str(result.get("ename", "an error"))[:100]
+            raise AnswerError(f"the kernel could not answer ({name})")
+        content = result.get("data", {}).get(MIME)
+        if not isinstance(content, dict):
+            raise AnswerError("the kernel's answer was not readable")
+        return content
+
+    def _interrupt(self) -> None:
+        """Interrupt the running call (an ``interrupt_request``, as the kernelspec asks)."""
+        with contextlib.suppress(Exception):
+            message = self.client.session.msg("interrupt_request", content={})
+            self.client.control_channel.send(message)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.client.stop_channels()
+            self.client.context.destroy(linger=0)
+
+
+class Namespace(dict):
+    """The globals of test code: the judge's own names first, then the student's kernel.
+
+    Builtins resolve before anything the kernel defines (a missing name raises KeyError so
+    that Python falls back to builtins), and a name the kernel does not define either is a
+    NameError, as usual. Nothing fetched is cached: each read sees the kernel as it is now.
+    """
+
+    def __init__(self, session: Session):
+        super().__init__(__name__="__judge__", __builtins__=builtins)
+        self.session = session
+
+    def __missing__(self, name: str):
+        if name in _BUILTINS or name.startswith("__"):
+            raise KeyError(name)
+        return self.session.fetch(name)
+
+
+@dataclass
+class Verdict:
+    """What the judge decided for one test cell."""
+
+    passed: bool
+    ename: str = ""
+    message: str = ""
+    stdout: str = ""
+    diagnosis: str = ""  # a short code of the mistake: "sign", "blank", "crashed"...
+    error: BaseException | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def diagnostic(self) -> str:
+        return f"{self.ename}: {self.message}" if self.ename else ""
+
+
+@dataclass
+class Session:
+    """The judging of one notebook: its link to the kernel, its namespace and its seeds.
+
+    ``seed_key`` makes the hidden inputs of every test cell a function of the grader's secret
+    and the test's identity (student, assignment, notebook, cell): the same submission always
+    gets the same inputs, different students get different ones. Without it, inputs are fresh.
+    """
+
+    link: object
+    seed_key: bytes | None = None
+    timeout: float = 60.0
+    namespace: Namespace = field(init=False)
+    locked_errors: list[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        self.namespace = Namespace(self)
+        self._kept: dict[int, tuple[object, int, object]] = {}  # id -> (obj, handle, stamp)
+        self._copies: dict[int, tuple[object, int]] = {}  # id of a judge's argument -> copy
+        self._carried: list[object] = []  # what test functions sent into the kernel carried
+        self._deadline = float("inf")
+        self._generator: torch.Generator | None = None
+        self.dead: str | None = None
+
+    # -- running the notebook's cells --------------------------------------------------
+    def run_locked(self, source: str, label: str) -> None:
+        """Run a locked (trusted) cell in the judge's namespace too."""
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                exec(compile(source, f"<{label}>", "exec"), self.namespace)
+        except Exception as exc:  # noqa: BLE001 - the course's own cell failed here
+            self.locked_errors.append(f"{label}: {type(exc).__name__}: {exc}")
+
+    def run_test(self, source: str, label: str, *, unanswered: bool = False,
+                 answer_error: str = "") -> Verdict:
+        """Run one test cell here; pass it only if it runs to its end without an error.
+
+        ``unanswered`` says that the question's answer cell still raised
+        NotImplementedError in the kernel (the blank stub), so a failure means "not answered";
+        ``answer_error`` is the error an answer cell of the question raised, if any.
+        """
+        self._deadline = time.monotonic() + self.timeout
+        self._generator = self._seeded(label)
+        out = io.StringIO()
+        token = checks.JUDGE.set(self)
+        try:
+            if self.dead:
+                raise KernelDied(self.dead)
+            code = compile(source, f"<{label}>", "exec")
+            with contextlib.redirect_stdout(out), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                exec(code, self.namespace)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a diagnosis
+            verdict = self._diagnose(exc, unanswered)
+            if verdict.diagnosis == "blank" and answer_error and not unanswered:
+                verdict.message += f" (Its answer cell raised {_cut(answer_error, 120)}.)"
+            return replace(verdict, stdout=out.getvalue(), error=exc)
+        finally:
+            checks.JUDGE.reset(token)
+            self._deadline = float("inf")
+        return Verdict(True, stdout=out.getvalue())
+
+    def _diagnose(self, exc: Exception, unanswered: bool) -> Verdict:
+        if isinstance(exc, AuthoringError):
+            raise exc  # a bug of the course, not of the student: stop loudly
+        stub = isinstance(exc, StudentError) and exc.type_name == "NotImplementedError"
+        if stub or (unanswered and not isinstance(exc, KernelDied)):
+            return Verdict(False, "NotAnswered",
+                           "the answer cell still raises NotImplementedError: replace "
+                           "`raise NotImplementedError()` with your answer.", diagnosis="blank")
+        if isinstance(exc, NameError):
+            name = getattr(exc, "name", None) or "the answer"
+            return Verdict(False, "NotAnswered",
+                           f"`{name}` is not defined: run the answer cell (and check the "
+                           "spelling of the name). A blank answer scores 0.", diagnosis="blank")
+        if isinstance(exc, CheckError):
+            return Verdict(False, "CheckError", str(exc), diagnosis=exc.diagnosis)
+        if isinstance(exc, StudentError):
+            return Verdict(False, exc.type_name, _cut(str(exc)), diagnosis="raised")
+        if isinstance(exc, KernelDied):
+            return Verdict(False, "KernelDied", str(exc), diagnosis="crashed")
+        if isinstance(exc, AnswerError | ReplyError):
+            return Verdict(False, "AnswerError", _cut(str(exc)), diagnosis="unreadable")
+        return Verdict(False, type(exc).__name__, _cut(str(exc)), diagnosis="error")
+
+    def _seeded(self, label: str) -> torch.Generator | None:
+        if self.seed_key is None:
+            return None
+        digest = hmac.new(self.seed_key, label.encode(), hashlib.sha256).digest()
+        return torch.Generator().manual_seed(int.from_bytes(digest[:8], "little"))
+
+    def generator(self) -> torch.Generator:
+        """The generator of the running test's hidden inputs (see :func:`checks.fresh`)."""
+        if self._generator is None:
+            self._generator = torch.Generator().manual_seed(secrets.randbits(63))
+        return self._generator
+
+    # -- talking to the kernel ---------------------------------------------------------
+    def _request(self, message: dict) -> dict:
+        if self.dead:
+            raise KernelDied(self.dead)
+        nonce = secrets.token_hex(8)
+        payload = base64.b64encode(_dumps(dict(message, nonce=nonce), self)).decode("ascii")
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise AnswerError(f"the test ran out of time ({self.timeout:.0f} s)")
+        try:
+            reply = self.link.request(payload, min(left, self.timeout))
+        except KernelDied as exc:
+            self.dead = str(exc)
+            raise
+        if reply.get("nonce") != nonce:
+            raise AnswerError("the kernel answered a different request")
+        if "unreadable" in reply:
+            raise AnswerError(f"the answer could not be read ({_cut(str(reply['unreadable']))})")
+        return reply
+
+    def fetch(self, name: str):
+        """The value the kernel binds to ``name`` now (KeyError when it binds none)."""
+        reply = self._request({"op": "get", "name": name})
+        if "missing" in reply:
+            raise KeyError(name)
+        return self._decoder().decode(reply.get("value"))
+
+    def call(self, target, args: tuple, kwargs: dict, *, label: str, no_grad: bool = False):
+        """Call ``target`` in the kernel; return ``(result, warnings)``.
+
+        ``target`` is a :class:`RemoteFunction` or a test's own function (sent by value). The
+        judge's own arguments travel as copies and are never changed here, whatever the call
+        does to the kernel's copies: read those with :meth:`current`.
+        """
+        if not isinstance(target, Handle):
+            self._remember_carried(target)
+        for value in (*args, *kwargs.values()):
+            if callable(value) and not isinstance(value, Handle | type):
+                self._remember_carried(value)
+        reply = self._request({"op": "call", "target": target, "args": list(args),
+                               "kwargs": dict(kwargs), "no_grad": bool(no_grad)})
+        decoder = self._decoder()
+        states = reply.get("args")
+        if not isinstance(states, list) or len(states) != len(args):
+            raise AnswerError("the kernel's answer did not describe the arguments")
+        for local, sent in zip(args, states, strict=True):
+            decoder.decode(sent)  # the kernel's copy after the call: a later reply may refer to it
+            if isinstance(sent, dict) and isinstance(sent.get("h"), int) and (
+                    self.handle_of(local) is None):
+                self._copies[id(local)] = (local, sent["h"])
+        caught = [str(w)[:500] for w in reply.get("warnings", [])[:20]]
+        if "raised" in reply:
+            raised = reply["raised"]
+            if not isinstance(raised, dict):
+                raise AnswerError("the kernel's answer was not readable")
+            raise StudentError(label, str(raised.get("type", "Exception"))[:100],
+                               str(raised.get("message", ""))[:2000])
+        return decoder.decode(reply.get("value")), caught
+
+    def current(self, value):
+        """``value`` as the kernel holds it now: a value that came from the kernel, read again,
+        or the kernel's copy of a judge's argument after the last call it was passed to (the
+        test sees what the student's code did to it). Anything else is returned as it is."""
+        handle = self.handle_of(value)
+        copy = self._copies.get(id(value))
+        if handle is None and copy is not None and copy[0] is value:
+            handle = copy[1]
+        if handle is None:
+            return value
+        reply = self._request({"op": "read", "handle": handle})
+        return self._decoder().decode(reply.get("value"))
+
+    # -- values and handles ------------------------------------------------------------
+    def _decoder(self) -> Decoder:
+        def wrap(record: dict, handle: int) -> Handle:
+            if record["callable"]:
+                name = str(record.get("name") or record["type"])[:100]
+                return RemoteFunction(self, handle, record["type"], name)
+            return Handle(self, handle, record["type"])
+
+        return Decoder(wrap, self._keep)
+
+    def _keep(self, value, handle: int) -> None:
+        self._kept[id(value)] = (value, handle, _stamp(value))
+
+    def handle_of(self, value) -> int | None:
+        """The kernel's handle for ``value``, if it came from there and is unchanged here."""
+        if isinstance(value, Handle):
+            return value._handle if value._session is self else None
+        kept = self._kept.get(id(value))
+        if kept is None or kept[0] is not value or kept[2] != _stamp(value):
+            return None
+        return kept[1]
+
+    def _remember_carried(self, fn) -> None:
+        """Remember the objects a test function carries into the kernel (closure, defaults)."""
+        if not isinstance(fn, types.FunctionType):
+            return
+        carried = list(fn.__defaults__ or ()) + list((fn.__kwdefaults__ or {}).values())
+        carried += [cell.cell_contents for cell in fn.__closure__ or ()
+                    if _cell_has_value(cell)]
+        names = set(_names_in(fn.__code__))
+        carried += [dict.__getitem__(fn.__globals__, n) for n in names
+                    if dict.__contains__(fn.__globals__, n)]
+        self._carried.extend(v for v in carried if isinstance(v, torch.Tensor | float | list))
+
+    def check_not_sent(self, expected) -> None:
+        """Refuse an expected value that a test function carried into the kernel."""
+        for value in self._carried:
+            same = value is expected
+            if isinstance(value, torch.Tensor) and isinstance(expected, torch.Tensor):
+                same = same or (value.numel() > 0 and expected.numel() > 0 and
+                                value.untyped_storage().data_ptr()
+                                == expected.untyped_storage().data_ptr())
+            if same:
+                raise AuthoringError("a test function sent into the kernel carries an expected "
+                                     "value (in its closure or defaults): compute it apart")
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+def _stamp(value):
+    """What must be unchanged for a kept value to be sent back as the kernel's object."""
+    if isinstance(value, torch.Tensor):
+        return value._version
+    if isinstance(value, list | tuple):
+        return tuple(id(item) for item in value)
+    if isinstance(value, dict):
+        return tuple((id(k), id(v)) for k, v in value.items())
+    return None
+
+
+def _cell_has_value(cell) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018 - an empty cell raises ValueError
+    except ValueError:
+        return False
+    return True
+
+
+def _names_in(code: types.CodeType):
+    yield from code.co_names
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _names_in(const)
+
+
+class _Pickler(cloudpickle.Pickler):
+    """Pickles a request: a kernel object (by handle) goes back as itself."""
+
+    def __init__(self, file, session: Session):
+        super().__init__(file)
+        self.session = session
+
+    def persistent_id(self, obj):
+        handle = self.session.handle_of(obj)
+        if handle is not None:
+            return ("h", handle)
+        if isinstance(obj, Handle):
+            raise AuthoringError("a handle from another notebook's kernel")
+        if isinstance(obj, torch.Tensor) and obj.requires_grad and not obj.is_leaf:
+            raise AuthoringError(
+                "a tensor with a graph cannot be sent into the kernel: build it there, "
+                "with in_kernel(a function that makes it)")
+        return None
+
+
+def _dumps(message: dict, session: Session) -> bytes:
+    buffer = io.BytesIO()
+    _Pickler(buffer, session).dump(message)
+    return buffer.getvalue()
+
+
+def _cut(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    return record.shorten(text, limit)
+
+
+def seed_key(secret: bytes, *parts: str) -> bytes:
+    """The key of a notebook's hidden inputs: the grader's secret and who and what is graded."""
+    return hmac.new(secret, "\0".join(parts).encode(), hashlib.sha256).digest()
+
+
+__all__ = ["AnswerError", "AuthoringError", "Handle", "InProcessLink", "JupyterLink",
+           "KernelDied", "Namespace", "RemoteFunction", "Session", "Verdict", "seed_key"]

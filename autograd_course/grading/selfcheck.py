@@ -1,0 +1,101 @@
+"""A learner's self-check: grade notebooks exactly as the instructor's autograde would.
+
+``autograd-course check NOTEBOOK`` grades the notebook with nbgrader's own Autograde and the
+course's config (the judge, the sandbox) in a private course that holds only its assignment.
+That course is prepared once per version of the assignment (``nbgrader generate_assignment``
+in a cached folder, keyed by a hash of the source and the config) and copied for each check,
+so a check costs about what ``nbgrader validate`` costs. The hidden inputs are seeded by the
+course's secret and the student's id, as in grading: the same notebook gets the same verdict
+from ``check`` and from ``grade``.
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import os
+import shutil
+import tempfile
+import warnings
+from pathlib import Path
+
+from autograd_course import __version__
+from autograd_course.grading import record
+from autograd_course.grading.course import make_course
+from autograd_course.grading.preprocessors import read_secret
+
+CACHE = ".autograd-course-cache"
+
+
+def _fingerprint(root: Path, assignment: str) -> str:
+    digest = hashlib.sha256(__version__.encode())
+    digest.update((root / "nbgrader_config.py").read_bytes())
+    folder = root / "source" / assignment
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def prepared_course(root: Path, assignment: str) -> Path:
+    """A course with ``assignment`` released and in its gradebook, built once and cached."""
+    cache = root / CACHE
+    folder = cache / f"{assignment}-{_fingerprint(root, assignment)}"
+    if (folder / "gradebook.db").is_file():
+        return folder
+    cache.mkdir(exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix=f"{assignment}-", dir=cache))
+    make_course(building, root, [assignment])
+    try:
+        building.rename(folder)
+    except OSError:  # another check built it meanwhile
+        shutil.rmtree(building, ignore_errors=True)
+    return folder
+
+
+def student_of(notebook: Path, student: str | None) -> str:
+    """The student a notebook is checked as: given, or read from submitted/STUDENT/..., or
+    the user's name (as nbgrader takes it: JUPYTERHUB_USER, else the OS account)."""
+    if student:
+        return student
+    parts = notebook.resolve().parts
+    if "submitted" in parts and len(parts) - parts.index("submitted") >= 4:
+        return parts[parts.index("submitted") + 1]
+    return os.environ.get("JUPYTERHUB_USER") or getpass.getuser()
+
+
+def check(root: Path, notebook: Path, student: str | None = None) -> list[record.GradeRecord]:
+    """Grade ``notebook`` (an assignment's notebook, named as in source/) alone."""
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.apps.baseapp import NbGrader
+
+    warnings.filterwarnings("ignore", module="nbgrader")  # SQLAlchemy's notes on nbgrader's API
+
+    root, notebook = Path(root).resolve(), Path(notebook).resolve()
+    assignment, student = notebook.stem, student_of(notebook, student)
+    cached = prepared_course(root, assignment)
+    with tempfile.TemporaryDirectory(prefix="autograd-course-check-") as tmp:
+        work = Path(tmp) / "course"
+        shutil.copytree(cached, work)
+        folder = work / "submitted" / student / assignment
+        folder.mkdir(parents=True)
+        for path in notebook.parent.iterdir():
+            if path == notebook or (path.is_file() and path.suffix != ".ipynb"
+                                    and not path.name.endswith(record.SUFFIX)):
+                shutil.copy2(path, folder / path.name)
+        cwd = os.getcwd()
+        os.chdir(work)
+        try:
+            app = NbGrader()
+            app.load_config_file()
+            app.config.CourseDirectory.root = str(work)
+            app.config.JudgedExecute.secret = read_secret(root)
+            app.config.JudgedExecute.hide_paths = [str(root)]
+            result = NbGraderAPI(config=app.config).autograde(assignment, student, force=True,
+                                                               create=True)
+        finally:
+            os.chdir(cwd)
+        found = sorted((work / "autograded" / student / assignment).glob(f"*{record.SUFFIX}"))
+        if not result.get("success") or not found:
+            lines = (result.get("error") or result.get("log") or "").strip().splitlines()
+            raise RuntimeError(lines[-1] if lines else "nbgrader could not grade it")
+        return [record.GradeRecord.read(p) for p in found]

@@ -1,0 +1,67 @@
+"""Time `autograd-course check` against `nbgrader validate` on the same notebook, in one run.
+
+    .venv/bin/python benchmarks/check_vs_validate.py [--assignment 01_gradients] [--repeats 3]
+
+The notebook is the assignment's student version with the reference answers filled in. Each
+command runs ``--repeats`` times, alternating, as a fresh process (what a learner runs); the
+check's prepared course is built once before timing (it is cached by the source's hash, so
+only a learner's first check pays for it, and that is printed too). Prints the median wall
+time of each and their ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+
+from autograd_course.grading.course import fill, reference_answers
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def timed(args: list[str], cwd: Path) -> float:
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    start = time.perf_counter()
+    subprocess.run(args, cwd=cwd, check=True, capture_output=True, env=dict(os.environ, PATH=path))
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--assignment", default="01_gradients")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    name = args.assignment
+    with tempfile.TemporaryDirectory(prefix="check-bench-") as tmp:
+        folder = Path(tmp)
+        notebook = folder / f"{name}.ipynb"
+        answers = reference_answers(ROOT / "source" / name / f"{name}.ipynb")
+        nbformat.write(fill(ROOT / "release" / name / f"{name}.ipynb", answers), notebook)
+        check = [sys.executable, "-m", "autograd_course", "--course", str(ROOT), "check",
+                 str(notebook), "--student", "bench"]
+        validate = [sys.executable, "-m", "nbgrader", "validate", notebook.name]
+        shutil.rmtree(ROOT / ".autograd-course-cache", ignore_errors=True)
+        first = timed(check, folder)
+        times: dict[str, list[float]] = {"check": [], "validate": []}
+        for _ in range(args.repeats):
+            times["validate"].append(timed(validate, folder))
+            times["check"].append(timed(check, folder))
+    check_s, validate_s = (statistics.median(times[k]) for k in ("check", "validate"))
+    print(f"notebook: {name} (reference answers); {args.repeats} runs each, median wall time")
+    print(f"  nbgrader validate      {validate_s:6.2f} s   {times['validate']}")
+    print(f"  autograd-course check  {check_s:6.2f} s   {times['check']}")
+    print(f"  ratio check/validate   {check_s / validate_s:6.2f}x  (a first check, which "
+          f"prepares the course, took {first:.2f} s)")
+
+
+if __name__ == "__main__":
+    main()

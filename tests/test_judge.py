@@ -1,0 +1,195 @@
+"""The judge: test code runs here, the student's names are read from the kernel as data.
+
+These tests use an in-process 'kernel' (the same agent, encoding and decoding as a real
+kernel, without the process boundary); test_grading.py grades through real kernels.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from support.inprocess import run_judged
+
+from autograd_course import checks
+from autograd_course.grading.judge import AuthoringError, InProcessLink, Session
+from autograd_course.wire import RemoteFunction, facts
+
+IMPORTS = "import torch\nfrom autograd_course.checks import *\n"
+
+
+def judge(student: str, locked: str = IMPORTS, seed_key: bytes | None = b"k" * 32):
+    """A session whose kernel ran ``locked`` then ``student``; ``locked`` also ran here."""
+    link = InProcessLink()
+    session = Session(link, seed_key=seed_key)
+    for source in (locked, student):
+        error = link.run_cell(source)
+        assert error is None, error
+    session.run_locked(locked, "imports")
+    return session
+
+
+def test_builtins_then_locked_names_then_the_students():
+    session = judge("len = lambda x: 99\ncheck_tensor = lambda *a, **k: None\nanswer = 3")
+    verdict = session.run_test(
+        "assert len([1, 2]) == 2\n"
+        "assert check_tensor.__module__ == 'autograd_course.checks'\n"
+        "assert answer == 3\n"
+        "assert [answer for _ in range(2)] == [3, 3]\n"
+        "def nested():\n    return answer\n"
+        "assert nested() == 3", "t")
+    assert verdict.passed, verdict.diagnostic
+
+
+def test_names_the_test_assigns_stay_in_the_judge_and_reads_are_fresh():
+    session = judge("x = 1\ndef bump():\n    global x\n    x += 1")
+    assert session.run_test("bump()\nassert x == 2\ny = 5", "t").passed
+    assert session.link.namespace.get("y") is None, "y stays in the judge"
+    assert session.run_test("assert y == 5 and x == 2", "t2").passed
+
+
+def test_a_name_nobody_defines_is_not_answered():
+    verdict = judge("").run_test("check_prediction_format(prediction)", "q1")
+    assert not verdict.passed and verdict.ename == "NotAnswered" and verdict.diagnosis == "blank"
+    assert "`prediction` is not defined" in verdict.message
+
+
+def test_functions_become_remote_calls_with_plain_results():
+    session = judge("def double(x):\n    print('noise')\n    return 2 * x")
+    double = session.namespace["double"]
+    assert isinstance(double, RemoteFunction)
+    result = double(torch.ones(2))
+    assert type(result) is torch.Tensor and torch.equal(result, torch.full((2,), 2.0))
+
+
+def test_the_test_sees_in_place_changes_of_its_arguments_without_its_own_changing():
+    session = judge("def mark(t):\n    t.requires_grad_()\n    (t * t).sum().backward()\n"
+                    "    with torch.no_grad():\n        t.fill_(7)")
+    values = torch.tensor([1.0, 2.0])
+    session.namespace["mark"](values)
+    assert torch.equal(values, torch.tensor([1.0, 2.0])) and not values.requires_grad
+    assert values.grad is None, "the judge's own tensor is never changed by the kernel"
+    after = session.current(values)
+    assert torch.equal(after, torch.full((2,), 7.0)) and facts(after).requires_grad
+    assert torch.equal(facts(after).grad, torch.tensor([2.0, 4.0]))
+    with pytest.raises(checks.CheckError, match="records a computation graph"):
+        checks.check_no_graph(after, "values")
+
+
+def test_a_lie_about_an_argument_cannot_change_the_truth():
+    # grad_of(sin) returning zeros after moving the inputs to pi/2, where cos is 0: the
+    # expected value is computed from the judge's own inputs, which the kernel cannot move
+    session = judge("import math\ndef grad_of(f, values):\n    with torch.no_grad():\n"
+                    "        values.fill_(math.pi / 2)\n    return torch.zeros_like(values)")
+    verdict = session.run_test(
+        "values = fresh(4)\ng = run_answer(grad_of, torch.sin, values)\n"
+        "check_tensor(g, torch.cos(values), name='grad_of(sin)')", "t")
+    assert not verdict.passed and "grad_of(sin)" in verdict.message
+
+
+def test_handles_give_the_kernel_its_own_object_back():
+    session = judge(
+        "def step(x, lr):\n    (x ** 2).backward()\n    with torch.no_grad():\n"
+        "        x -= lr * x.grad\n    x.grad = None\n    return x")
+    step = session.namespace["step"]
+    x = torch.tensor(1.0, requires_grad=True)
+    x = step(x, 0.25)
+    assert facts(x).is_leaf and facts(x).handle is not None
+    x = step(x, 0.25)
+    assert torch.allclose(x, torch.tensor(0.25))  # (1 - 0.5) then (0.5 - 0.25)
+    same = judge("kept = []\ndef same(t):\n    kept.append(t)\n    return len(kept) < 2 or "
+                 "kept[-1] is kept[-2]")
+    t = same.namespace["same"](torch.ones(1))
+    t = same.namespace["same"](same.namespace["kept"][0])
+    assert t is True  # a value from the kernel goes back as the kernel's own object
+    value = same.namespace["kept"][0]
+    value += 1  # changed here: the next call sends this value, not the kernel's stale object
+    assert same.namespace["same"](value) is False
+    start = torch.tensor(1.0, requires_grad=True)
+    step(start, 0.25)
+    assert start.item() == 1.0 and start.grad is None  # the test's own input is unchanged
+
+
+def test_graphs_are_built_in_the_kernel_with_in_kernel():
+    session = judge("def name_of(t):\n    return type(t.grad_fn).__name__")
+    a = torch.ones(2, requires_grad=True)
+    assert session.run_test("assert name_of(in_kernel(lambda: a * 2)) == 'MulBackward0'",
+                            "t").passed is False  # `a` is not the judge's here
+    session.namespace["a"] = a
+    verdict = session.run_test(
+        "assert name_of(in_kernel(lambda: a * 2)) == 'MulBackward0'", "t")
+    assert verdict.passed, verdict.diagnostic
+    with pytest.raises(AuthoringError, match="graph"):
+        session.run_test("name_of(a * 2)", "t")
+
+
+def test_an_expected_value_must_not_travel_in_a_test_function():
+    session = judge("def apply(f, x):\n    return f(x)")
+    with pytest.raises(AuthoringError, match="expected value"):
+        session.run_test(
+            "x = torch.ones(2)\nexpected = 3 * x\n"
+            "check_tensor(run_answer(apply, lambda v: expected, x), expected)", "t")
+    verdict = session.run_test(
+        "x = torch.ones(2)\nA = torch.eye(2)\n"
+        "check_tensor(run_answer(apply, lambda v: A @ v, x), A @ x)", "t")
+    assert verdict.passed, verdict.diagnostic
+
+
+def test_the_students_exception_is_a_short_diagnosis():
+    session = judge("def f(x):\n    raise ValueError('no ' * 500)")
+    verdict = session.run_test("run_answer(f, 1)", "t")
+    assert verdict.ename == "ValueError" and verdict.message.startswith("f(...) raised ValueError")
+    assert len(verdict.message) <= 300
+
+
+def test_a_stub_is_not_answered():
+    session = judge("def f(x):\n    raise NotImplementedError()")
+    verdict = session.run_test("run_answer(f, 1)", "t")
+    assert verdict.ename == "NotAnswered" and "NotImplementedError" in verdict.message
+
+
+def test_answers_without_autograd_are_enforced():
+    session = judge(
+        "def by_autograd(w):\n    w = w.clone().requires_grad_()\n    (w * w).sum().backward()\n"
+        "    return w.grad\n"
+        "def by_hand(w):\n    return 2 * w")
+    for name, passes in (("by_hand", True), ("by_autograd", False)):
+        verdict = session.run_test(
+            f"w = torch.ones(2)\ncheck_tensor(run_answer({name}, w, autograd=False), 2 * w)", "t")
+        assert verdict.passed is passes
+    assert "asks for the derivative by hand" in verdict.message
+
+
+def test_hidden_inputs_depend_on_the_secret_and_the_test_only():
+    code = "print(fresh(3).tolist(), fresh_int(0, 10**6))"
+    first = judge("", seed_key=b"a" * 32).run_test(code, "q1_test").stdout
+    assert judge("", seed_key=b"a" * 32).run_test(code, "q1_test").stdout == first
+    assert judge("", seed_key=b"b" * 32).run_test(code, "q1_test").stdout != first
+    assert judge("", seed_key=b"a" * 32).run_test(code, "q2_test").stdout != first
+    assert judge("", seed_key=None).run_test(code, "q1_test").stdout != first
+
+
+def test_the_visible_pass_line_is_the_students_not_the_judges():
+    assert judge("").run_test("visible_checks_passed('q1')", "t").stdout == ""
+
+
+def test_handles_that_are_not_values_are_named_in_messages():
+    session = judge("class Value:\n    pass\nanswer = Value()")
+    verdict = session.run_test("check_tensor(answer, torch.ones(1))", "t")
+    assert "Value (an object kept in your kernel)" in verdict.message
+
+
+def test_predicting_with_the_exception_class_itself():
+    session = judge("prediction = RuntimeError")
+    assert session.run_test(
+        "check_prediction(prediction, lambda: torch.ones(2).backward())", "t").passed
+
+
+def test_a_whole_question_runs_the_same_with_a_fixed_key(root):
+    import nbformat
+
+    nb = nbformat.read(root / "source" / "02_three_weights" / "02_three_weights.ipynb",
+                       as_version=4)
+    wrong = "def vjp(f, x, v):\n    return x * 0 + 1"
+    first = run_judged(nb, "q4_vjp", wrong, seed_key=b"s" * 32)
+    again = run_judged(nb, "q4_vjp", wrong, seed_key=b"s" * 32)
+    assert not first.passed and first.message == again.message

@@ -1,0 +1,171 @@
+"""The student's kernel while it is graded: what it can see, write, reach and use.
+
+A probe notebook runs through the course's own executor (JudgedExecute, as nbgrader runs it):
+its cells try what a hostile student would, and print what happened. bubblewrap is required
+here: ``make`` installs it as root, and grading a class without it is not what CI checks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from traitlets.config import Config
+
+import autograd_course
+from autograd_course.grading import sandbox
+from autograd_course.grading.preprocessors import NOT_SANDBOXED, JudgedExecute
+
+PROBE = r'''
+import json, os, socket, sys, glob
+def attempt(action):
+    try:
+        return repr(action())
+    except BaseException as exc:
+        return f"{type(exc).__name__}"
+def write(path):
+    with open(path, "a") as f:
+        f.write("x")
+    return "written"
+def connect(port, host="127.0.0.1"):
+    socket.create_connection((host, port), timeout=2).close()
+    return "connected"
+report = {
+    "uid": os.getuid(), "cwd": os.getcwd(), "env": sorted(os.environ),
+    "course_visible": os.path.exists(COURSE + "/secret.txt"),
+}
+if HOSTILE:  # only where the sandbox holds: unsandboxed, these would really do harm
+  report.update({
+    "write_package": attempt(lambda: write(PACKAGE + "/.sandbox-probe")),
+    "write_work": attempt(lambda: write("own.txt")),
+    "write_tmp": attempt(lambda: write("/tmp/own.txt")),
+    "course_listing": attempt(lambda: os.listdir(COURSE)),
+    "grader_tmp_visible": os.path.exists(GRADER_TMP),
+    "home_listing": attempt(lambda: os.listdir("/root") + os.listdir("/home")),
+    "shadow": attempt(lambda: open("/etc/shadow").read()),
+    "grader_port": attempt(lambda: connect(PORT)),
+    "internet": attempt(lambda: connect(80, "1.1.1.1")),
+    "processes": len([p for p in os.listdir("/proc") if p.isdigit()]),
+    "kill_parent": attempt(lambda: os.kill(os.getppid(), 9)),
+    "extra_file": attempt(lambda: open("data.txt").read()),
+  })
+print(json.dumps(report))
+'''
+
+
+def _probe_notebook(course: Path, grader_tmp: Path, port: int, hostile: bool
+                    ) -> nbformat.NotebookNode:
+    constants = (f"PACKAGE = {str(Path(autograd_course.__file__).parent)!r}\n"
+                 f"COURSE = {str(course)!r}\nGRADER_TMP = {str(grader_tmp)!r}\nPORT = {port}\n"
+                 f"HOSTILE = {hostile}\n")
+    memory = ("try:\n    hog = bytearray(3 * 2**30)\n    print('allocated')\n"
+              "except MemoryError:\n    print('MemoryError')")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(constants + PROBE),
+                                         nbformat.v4.new_code_cell(memory)])
+    nb.metadata.kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return nb
+
+
+def _run(tmp_path, **settings):
+    course = tmp_path / "course"
+    submission = course / "autograded" / "s" / "a"
+    submission.mkdir(parents=True)
+    (course / "secret.txt").write_text("the gradebook and source/ live here")
+    (submission / "data.txt").write_text("a file the student submitted")
+    grader_tmp = tmp_path / "grader-scratch"
+    grader_tmp.mkdir()
+    server = socket.create_server(("127.0.0.1", 0))
+    config = Config()
+    config.CourseDirectory.root = str(course)
+    config.JudgedExecute.secret = "test"
+    config.JudgedExecute.memory_limit_mb = 1500
+    for name, value in settings.items():
+        setattr(config.JudgedExecute, name, value)
+    resources = {"nbgrader": {"student": "s", "assignment": "a", "notebook": "n"},
+                 "metadata": {"path": str(submission)}}
+    nb = _probe_notebook(course, grader_tmp, server.getsockname()[1],
+                         hostile=settings.get("sandbox", True))
+    os.environ["AUTOGRAD_COURSE_TEST_TOKEN"] = "grader-only"
+    try:
+        nb, resources = JudgedExecute(config=config).preprocess(nb, resources)
+    finally:
+        del os.environ["AUTOGRAD_COURSE_TEST_TOKEN"]
+        server.close()
+    report = json.loads(nb.cells[0].outputs[-1]["text"])
+    memory = nb.cells[1].outputs[-1]["text"].strip()
+    return report, memory, resources["autograd_course"]
+
+
+@pytest.fixture(scope="module")
+def sandboxed(tmp_path_factory):
+    assert sandbox.bubblewrap(), ("bubblewrap (bwrap) is required to test the sandbox: "
+                                  "`make test` installs Debian's bubblewrap when run as root")
+    return _run(tmp_path_factory.mktemp("sandbox"))
+
+
+def test_the_package_is_read_only_and_the_course_is_hidden(sandboxed):
+    report, _, state = sandboxed
+    assert state["sandboxed"] is True
+    assert report["write_package"] in ("OSError", "PermissionError")  # read-only, not theirs
+    assert report["course_visible"] is False and report["course_listing"] in ("[]",
+                                                                              "FileNotFoundError")
+    assert report["grader_tmp_visible"] is False
+    # home folders are hidden, apart from a Python installation the kernel runs on
+    python_homes = {Path(p).parts[2] for p in (sys.base_prefix, sys.prefix)
+                    if Path(p).parts[1] in ("root", "home")}
+    assert set(eval(report["home_listing"])) <= python_homes
+
+
+def test_the_kernel_writes_only_its_own_folders(sandboxed, tmp_path):
+    report, _, _ = sandboxed
+    assert report["write_work"] == "'written'" and report["write_tmp"] == "'written'"
+    assert report["extra_file"] == "'a file the student submitted'"
+    assert not list(tmp_path.rglob("own.txt"))
+
+
+def test_no_network_no_other_processes_no_grader_environment(sandboxed):
+    report, _, _ = sandboxed
+    # a loopback of its own: the grader's server on 127.0.0.1 is not there; nothing else is
+    assert report["grader_port"] == "ConnectionRefusedError"
+    assert report["internet"] == "OSError"  # Network is unreachable
+    assert report["processes"] <= 2  # bubblewrap's init and the kernel
+    assert "AUTOGRAD_COURSE_TEST_TOKEN" not in report["env"]
+    assert report["kill_parent"] == "PermissionError" or report["kill_parent"] == "None"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the kernel drops to uid 65534 only when the "
+                    "grader is root (CI is); otherwise it keeps the grader's uid in a namespace")
+def test_as_root_the_kernel_is_an_unprivileged_user(sandboxed):
+    report, _, _ = sandboxed
+    assert report["uid"] == sandbox.NOBODY
+    assert report["shadow"] == "PermissionError"
+
+
+def test_memory_is_limited(sandboxed):
+    _, memory, _ = sandboxed
+    assert memory == "MemoryError"
+
+
+def test_without_the_sandbox_grading_says_so_or_refuses(tmp_path):
+    report, _, state = _run(tmp_path / "plain", sandbox=False)
+    assert state["sandboxed"] is False and NOT_SANDBOXED in state["notes"]
+    assert report["course_visible"] is True  # what the sandbox prevents
+    with pytest.raises(sandbox.SandboxUnavailable, match="requires the sandbox"):
+        _run(tmp_path / "refused", sandbox=False, require_sandbox=True)
+
+
+def test_the_sandbox_command_hides_and_binds_what_it_should(tmp_path):
+    work, ipc = sandbox.prepare_folders(tmp_path / "k")
+    course = tmp_path / "course"
+    course.mkdir()
+    argv, sandboxed = sandbox.kernel_command(work, ipc, [course], sandbox.Limits())
+    assert sandboxed and argv[0].endswith("bwrap")
+    text = " ".join(argv)
+    assert f"--tmpfs {course}" in text and f"--bind {work} {work}" in text
+    assert "--unshare-net" in text and "--clearenv" in text and "--die-with-parent" in text
+    assert argv[-5:] == [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]

@@ -1,0 +1,150 @@
+"""The records that cross from a student's kernel to the judge: plain data, nothing else."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from autograd_course.wire import Decoder, Encoder, Handle, ReplyError, facts
+
+
+class Kept:
+    """A kernel's handle registry, as the agent keeps it."""
+
+    def __init__(self):
+        self.objects: dict[int, object] = {}
+
+    def __call__(self, value) -> int:
+        for handle, kept in self.objects.items():
+            if kept is value:
+                return handle
+        self.objects[len(self.objects) + 1] = value
+        return len(self.objects)
+
+
+def roundtrip(value, limit: int = 2**20):
+    record = Encoder(Kept(), limit).encode(value)
+    record = json.loads(json.dumps(record))  # as it travels
+    return Decoder(lambda rec, handle: Handle(None, handle, rec["type"])).decode(record)
+
+
+@pytest.mark.parametrize("value", [
+    None, True, False, 0, -3, 2**80, 1.5, float("inf"), -0.0, 1e-310, complex(1, -2), "héllo",
+    [1, [2.5, "x"]], (1, (None, True)), {"a": 1, 2: [3]},
+])
+def test_plain_values_come_back_equal_and_of_the_plain_type(value):
+    back = roundtrip(value)
+    assert back == value and type(back) is type(value)
+
+
+def test_nan_survives():
+    assert np.isnan(roundtrip(float("nan")))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64,
+                                   torch.complex64, torch.int64, torch.uint8, torch.bool])
+def test_tensors_come_back_exactly(dtype):
+    t = (torch.arange(12) % 5).reshape(3, 4).to(dtype)
+    back = roundtrip(t)
+    assert type(back) is torch.Tensor and back.dtype == dtype and back.shape == t.shape
+    assert torch.equal(back, t)
+
+
+def test_a_tensor_brings_its_autograd_facts():
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = w * 3
+    y.retain_grad()
+    y.sum().backward()
+    known = facts(roundtrip(y))
+    assert known.requires_grad and not known.is_leaf and known.grad_fn == "MulBackward0"
+    assert known.retains_grad and torch.equal(known.grad, torch.ones(2))
+    leaf = facts(roundtrip(w))
+    assert leaf.is_leaf and leaf.grad_fn is None and torch.equal(leaf.grad, torch.full((2,), 3.0))
+    with torch.inference_mode():
+        z = torch.ones(2) * 2
+    assert facts(roundtrip(z)).is_inference
+    assert type(roundtrip(w)) is torch.Tensor and not roundtrip(w).requires_grad
+
+
+def test_shared_memory_is_visible_through_storage():
+    t = torch.ones(3)
+    a, b, c = roundtrip((t, t.detach(), t.clone()))
+    assert facts(a).storage == facts(b).storage != facts(c).storage
+
+
+def test_numpy_arrays_and_scalars():
+    array = np.arange(6, dtype=np.float32).reshape(2, 3)
+    back = roundtrip(array)
+    assert isinstance(back, np.ndarray) and back.dtype == np.float32 and (back == array).all()
+    scalar = roundtrip(np.float64(2.5))
+    assert scalar == 2.5 and scalar.dtype == np.float64
+
+
+def test_lying_objects_arrive_as_plain_values():
+    class Always(str):
+        def __eq__(self, other):
+            return True
+
+        __hash__ = str.__hash__
+
+    class Agreeable(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            if func is torch.allclose:
+                return True
+            return super().__torch_function__(func, types, args, kwargs or {})
+
+    word, tensor = roundtrip((Always("KeyError"), torch.zeros(2).as_subclass(Agreeable)))
+    assert type(word) is str and word != "RuntimeError"
+    assert type(tensor) is torch.Tensor and not torch.allclose(tensor, torch.ones(2))
+
+
+def test_other_objects_stay_in_the_kernel_as_handles():
+    module = torch.nn.Linear(2, 1)
+    back = roundtrip([module, len])
+    assert isinstance(back[0], Handle) and back[0].type_name == "Linear"
+    assert "kernel" in repr(back[0])
+
+
+def test_the_same_object_twice_is_one_object():
+    t = torch.ones(2)
+    a, b = roundtrip([t, t])
+    assert a is b
+
+
+@pytest.mark.parametrize(("record", "says"), [
+    ({"t": "tensor", "h": 1, "dtype": "float32", "shape": [2], "data": "AAAA"}, "bytes"),
+    ({"t": "tensor", "h": 1, "dtype": "object", "shape": [], "data": ""}, "dtype"),
+    ({"t": "tensor", "h": 1, "dtype": "float32", "shape": [-1], "data": ""}, "shape"),
+    ({"t": "pickle", "h": 1, "data": "gASV"}, "unsupported answer type"),
+    ({"t": "ref", "h": 7}, "not sent before"),
+    ({"t": "int", "v": "1" * 5000}, "digits"),
+    ({"t": "float", "v": "__import__('os')"}, "float"),
+    ({"t": "dict", "h": 1, "items": [[{"t": "list", "h": 2, "items": []}, {"t": "none"}]]},
+     "key"),
+    ("not a record", "not a record"),
+])
+def test_malformed_records_are_refused(record, says):
+    with pytest.raises(ReplyError, match=says):
+        Decoder(lambda rec, handle: None).decode(record)
+
+
+def test_deep_nesting_is_refused_on_both_sides():
+    value: list = []
+    for _ in range(100):
+        value = [value]
+    with pytest.raises(ReplyError, match="levels deep"):
+        Encoder(Kept(), 2**20).encode(value)
+    record: dict = {"t": "none"}
+    for _ in range(100):
+        record = {"t": "list", "h": 1, "items": [record]}
+    with pytest.raises(ReplyError, match="levels deep"):
+        Decoder(lambda rec, handle: None).decode(record)
+
+
+def test_the_reply_size_is_limited():
+    with pytest.raises(ReplyError, match="larger than"):
+        Encoder(Kept(), 2**20).encode(torch.zeros(2**19))
