@@ -47,7 +47,8 @@ kernel: $(STAMP)
 
 lab: $(STAMP) debian-packages kernel
 	@echo "Opening JupyterLab at the course root: http://localhost:$(PORT)/lab (the token URL follows)"
-	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --port=$(PORT) $(LAB_ARGS) \
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" \
+	  --port=$(PORT) $(LAB_ARGS) \
 	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 test: $(STAMP) debian-packages

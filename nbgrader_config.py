@@ -1,9 +1,21 @@
 """nbgrader configuration of the autograd course (read by every nbgrader command run here)."""
 
+import os
+from pathlib import Path
+
 c = get_config()  # noqa: F821  (provided by nbgrader when it loads this file)
 
 # The course's identifier, used by the gradebook and the exchange.
 c.CourseDirectory.course_id = "autograd-course"
+# nbgrader's exchange, where assignments are released, fetched, submitted and collected. It is
+# course-local by default (exchange/, git-ignored), so that JupyterLab's Assignment List and
+# formgrader work on one machine after `make lab`; a shared deployment points it elsewhere
+# with the environment variable AUTOGRAD_COURSE_EXCHANGE (see docs/deploy.md).
+if os.environ.get("AUTOGRAD_COURSE_EXCHANGE"):
+    c.Exchange.root = os.environ["AUTOGRAD_COURSE_EXCHANGE"]
+else:
+    c.Exchange.root = str(Path(__file__).resolve().parent / "exchange")
+    os.makedirs(c.Exchange.root, exist_ok=True)  # nbgrader lists courses only from an existing one
 # Largest file (in kB) nbgrader copies from a submission; bigger ones are left out.
 c.CourseDirectory.max_file_size = 10000
 # Never copy these into release/ or submitted/ (caches and checkpoints).

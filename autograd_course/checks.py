@@ -41,6 +41,7 @@ import os
 import warnings
 from contextvars import ContextVar
 
+import numpy as np
 import torch
 
 from autograd_course.wire import Handle, facts
@@ -142,6 +143,37 @@ def fresh_int(low: int, high: int) -> int:
     return int(low + int(fresh(low=0.0, high=1.0, dtype=torch.float64).item() * (high - low + 1)))
 
 
+# --- the inputs and tolerance of one question ---------------------------------------------
+
+#: Relative tolerance of 03's ``accumulated_grad``: on :func:`accumulation_inputs` a correct
+#: float32 formula is within about 1e-5 of the float64 value, so 1e-4 never fails it, while a
+#: wrong factor (at least 4/3 off) never passes.
+ACCUMULATION_RTOL = 1e-4
+
+
+def accumulation_inputs() -> tuple[float, float, float, int]:
+    """``(w0, x, t, n)``: inputs of 03's ``accumulated_grad`` (L = (w*x - t)**2, n passes).
+
+    The error ``w0*x - t`` is kept at least 0.5 away from zero: near zero it is the
+    difference of two nearly equal numbers, and a correct float32 formula loses its digits.
+    """
+    while True:
+        w0, x, t = fresh_float(-3.0, 3.0), fresh_float(0.5, 2.0), fresh_float(-3.0, 3.0)
+        n = fresh_int(2, 4)
+        if abs(w0 * x - t) >= 0.5:
+            return w0, x, t, n
+
+
+def check_accumulated_grad(answer, w0: float, x: float, t: float, n: int,
+                           name: str = "accumulated_grad(...)", *, reveal: bool = False) -> None:
+    """Check ``w.grad`` after ``n`` uncleared backward() passes of L = (w*x - t)**2 at w0."""
+    one_pass = 2 * (w0 * x - t) * x
+    check_number(answer, n * one_pass, name=name, rtol=ACCUMULATION_RTOL, atol=1e-6,
+                 reveal=reveal,
+                 mistakes=[(one_pass, "one_pass", "this is the gradient of a single backward() "
+                            "pass; without clearing, .grad adds up all n of them.")])
+
+
 # --- calling the student's function -------------------------------------------------------
 
 
@@ -162,13 +194,20 @@ def run_answer(fn, *args, name: str | None = None, autograd: bool = True, **kwar
             result, caught = fn.remote_call(args, kwargs, label=label, no_grad=not autograd)
         else:
             result, caught = _call_here(fn, args, kwargs, no_grad=not autograd)
-    except (StudentError, RuntimeError) as error:
+    except (StudentError, RuntimeError, AttributeError) as error:
         if not autograd and _is_no_grad_failure(error):
             _fail(
                 "autograd",
                 f"{label} uses autograd (backward() or torch.autograd), but this question asks "
                 "for the derivative by hand. The tests call it with recording switched off "
                 "(torch.no_grad()), where backward() fails: write the formula instead.",
+            )
+        if "'NoneType' object has no attribute 'zero_'" in str(error):
+            _fail(
+                "zero_before_backward",
+                f"{label} calls .grad.zero_() while .grad is still None: a tensor has no "
+                ".grad until the first backward() fills it, so there is nothing to zero yet. "
+                "Clear with x.grad = None (it always works), or with optimizer.zero_grad().",
             )
         raise
     for message in caught:
@@ -239,8 +278,13 @@ def visible_checks_passed(question: str, *, format_only: bool = False) -> None:
 # --- values ---------------------------------------------------------------------------------
 
 
-def _compare(actual, expected, name, rtol, atol, reveal, hint, mistakes, what="value"):
-    """Compare two tensors of equal shape and name the mistake if they differ."""
+def _compare(actual, expected, name, rtol, atol, reveal, hint, mistakes, gradient):
+    """Compare two tensors of equal shape and name the mistake if they differ.
+
+    The story of a multiple (accumulated over k backward() calls, a gradient cleared too
+    early) is told only for ``gradient`` answers, which autograd computed: a hand-derived
+    value, a prediction or an evaluation that is off by a factor just has a factor wrong.
+    """
     if not bool(torch.isfinite(actual).all()):
         _fail(
             "nan",
@@ -253,8 +297,11 @@ def _compare(actual, expected, name, rtol, atol, reveal, hint, mistakes, what="v
         return
     for candidate, diagnosis, message in mistakes:
         candidate = torch.as_tensor(candidate, dtype=expected.dtype)
+        if candidate.numel() == expected.numel():
+            candidate = candidate.reshape(expected.shape)  # a number against a 1-element tensor
         if candidate.shape == expected.shape and _close(actual, candidate, rtol, atol):
             _fail(diagnosis, f"{name}: {message}", expected, reveal)
+    what = "gradient" if gradient else "value"
     zero = torch.zeros_like(expected)
     if not _close(expected, zero, 0.0, atol):
         if _close(actual, -expected, rtol, atol):
@@ -268,32 +315,32 @@ def _compare(actual, expected, name, rtol, atol, reveal, hint, mistakes, what="v
             )
         for k, word in ((2, "twice"), (3, "three times"), (4, "four times")):
             if _close(actual, k * expected, rtol, atol):
-                _fail(
-                    "accumulated",
-                    f"{name} is {word} the right {what}: the gradient was accumulated over "
-                    f"{k} backward() calls. .grad adds up, it is not replaced: call backward() "
-                    "once per gradient, and clear .grad (x.grad = None or "
-                    "optimizer.zero_grad()) before the next backward().",
-                    expected,
-                    reveal,
-                )
+                if gradient:
+                    _fail(
+                        "accumulated",
+                        f"{name} is {word} the right gradient: it was accumulated over {k} "
+                        "backward() calls. .grad adds up, it is not replaced: call backward() "
+                        "once per gradient, and clear .grad (x.grad = None, or "
+                        "optimizer.zero_grad()) before the next backward().",
+                        expected,
+                        reveal,
+                    )
+                _fail("factor", f"{name} is {word} the right value: a factor {k} too many "
+                      "(count the terms and the power rule's factor again).", expected, reveal)
             if _close(k * actual, expected, rtol, atol):
                 _fail(
                     "fraction",
                     f"{name} is only 1/{k} of the right {what}: a factor is missing (the "
-                    "power rule's factor? a gradient that should have added up over several "
-                    "backward() calls?).",
+                    "power rule's factor? a term of a sum?).",
                     expected,
                     reveal,
                 )
         if _close(actual, zero, 0.0, atol):
-            _fail(
-                "zero",
-                f"{name} is all zeros: was the gradient cleared (zero_grad() or "
-                ".grad.zero_()) after backward() and before it was read?",
-                expected,
-                reveal,
-            )
+            message = f"{name} is all zeros."
+            if gradient:
+                message += (" Was the gradient cleared (optimizer.zero_grad(), x.grad = None) "
+                            "after backward() and before it was read?")
+            _fail("zero", message, expected, reveal)
     message = f"{name} has the wrong values (its shape and dtype are right)."
     if hint:
         message += f" {hint}"
@@ -302,6 +349,18 @@ def _compare(actual, expected, name, rtol, atol, reveal, hint, mistakes, what="v
     else:
         message += " (Hidden test: the expected values are not shown.)"
     _fail("values", message, expected, reveal)
+
+
+def _dtype_message(name: str, actual: torch.dtype, expected: torch.dtype) -> str:
+    message = f"{name} has dtype {actual} instead of {expected}."
+    if not actual.is_floating_point and expected.is_floating_point:
+        return message + (" torch.tensor([1, 2]) makes integers: write 1.0, or pass "
+                          f"dtype={expected}.")
+    if actual.is_floating_point and expected.is_floating_point:
+        return message + (f" Create it with dtype={expected} (or convert with "
+                          f".to({expected})): PyTorch's default for new tensors is "
+                          "torch.float32.")
+    return message + f" Convert it with .to({expected})."
 
 
 def check_tensor(
@@ -315,16 +374,19 @@ def check_tensor(
     hint: str | None = None,
     mistakes=(),
     check_dtype: bool = True,
+    gradient: bool = False,
 ) -> None:
     """Check that ``actual`` is a tensor with the shape, dtype and values of ``expected``.
 
     Values are compared with ``torch.allclose(actual, expected, rtol, atol)``. When they
     differ, the message names the mistake: None, not a tensor, shape, dtype, NaN, wrong sign,
-    accumulated (k times the answer), a missing factor, all zeros, or one of ``mistakes`` --
+    a factor too many or missing, all zeros, or one of ``mistakes`` --
     ``(wrong_value, diagnosis, message)`` triples for mistakes specific to a question, which
     the test computes itself (e.g. the result of a loop that never clears ``.grad``).
-    ``hint`` is added to the generic "wrong values" message; ``reveal=True`` adds the
-    expected and actual values (visible checks only).
+    ``gradient=True`` says the answer is a gradient autograd computed: a multiple is then
+    explained as gradients accumulated over several ``backward()`` calls, and zeros as a
+    gradient cleared too early. ``hint`` is added to the generic "wrong values" message;
+    ``reveal=True`` adds the expected and actual values (visible checks only).
     """
     _guard(expected)
     expected = torch.as_tensor(expected)
@@ -360,17 +422,11 @@ def check_tensor(
             reveal,
         )
     if check_dtype and actual.dtype != expected.dtype:
-        _fail(
-            "dtype",
-            f"{name} has dtype {actual.dtype} instead of {expected.dtype}. "
-            "torch.tensor([1, 2]) makes integers: write 1.0, or pass dtype=torch.float32.",
-            expected,
-            reveal,
-        )
+        _fail("dtype", _dtype_message(name, actual.dtype, expected.dtype), expected, reveal)
     with torch.no_grad():
         a = actual.detach().to(torch.float64)
         e = expected.detach().to(torch.float64)
-        _compare(a, e, name, rtol, atol, reveal, hint, mistakes)
+        _compare(a, e, name, rtol, atol, reveal, hint, mistakes, gradient)
 
 
 def check_number(
@@ -383,6 +439,7 @@ def check_number(
     reveal: bool = False,
     hint: str | None = None,
     mistakes=(),
+    gradient: bool = False,
 ) -> None:
     """Check that ``actual`` is a Python number close to ``expected`` (same diagnoses as
     :func:`check_tensor`). A one-element tensor is refused with a hint to use ``.item()``."""
@@ -397,7 +454,7 @@ def check_number(
             expected,
             reveal,
         )
-    if isinstance(actual, bool) or not isinstance(actual, int | float):
+    if isinstance(actual, bool | np.bool_) or not isinstance(actual, int | float | np.number):
         _fail(
             "type",
             f"{name} should be a number (float), but it is a {_type_name(actual)}.",
@@ -406,7 +463,26 @@ def check_number(
         )
     a = torch.as_tensor([float(actual)], dtype=torch.float64)
     e = torch.as_tensor([float(expected)], dtype=torch.float64)
-    _compare(a, e, name, rtol, atol, reveal, hint, mistakes)
+    _compare(a, e, name, rtol, atol, reveal, hint, mistakes, gradient)
+
+
+def check_number_format(actual, name: str = "result") -> None:
+    """Check that ``actual`` is a plain number (for predictions, before their values count)."""
+    if actual is None:
+        _fail("none", f"{name} is None: assign your number to it.")
+    if _is_a_tensor(actual):
+        _fail("type", f"{name} should be a Python number, but it is a tensor: use .item(), or "
+              "write the number itself.")
+    if isinstance(actual, bool | np.bool_) or not isinstance(actual, int | float | np.number):
+        _fail("type", f"{name} should be a number (such as -2.5), but it is a "
+              f"{_type_name(actual)}.")
+
+
+def check_bool_format(actual, name: str = "result") -> None:
+    """Check that ``actual`` is True or False (for predictions, before their values count)."""
+    if not isinstance(actual, bool | np.bool_):
+        _fail("type", f"{name} should be True or False (a bool, without quotes), but it is a "
+              f"{_type_name(actual)}.")
 
 
 def check_equal(actual, expected, name: str = "result", *, hint=None, reveal=False) -> None:
@@ -449,11 +525,7 @@ def check_shape(t, shape, name: str = "result", *, dtype=None) -> None:
     if tuple(t.shape) != tuple(shape):
         _fail("shape", f"{name} has the wrong shape: {tuple(t.shape)} instead of {tuple(shape)}.")
     if dtype is not None and t.dtype != dtype:
-        _fail(
-            "dtype",
-            f"{name} has dtype {t.dtype} instead of {dtype}. torch.tensor([1, 2]) makes "
-            "integers: write 1.0, or pass dtype=torch.float32.",
-        )
+        _fail("dtype", _dtype_message(name, t.dtype, dtype))
 
 
 # --- gradients and graphs --------------------------------------------------------------------
@@ -492,7 +564,7 @@ def check_gradient_of(tensor, expected, name: str = "x", **options) -> None:
             f"{name}.grad is None: call backward() on the scalar result computed from {name} "
             f"before reading {name}.grad.",
         )
-    check_tensor(known.grad, expected, name=f"{name}.grad", **options)
+    check_tensor(known.grad, expected, name=f"{name}.grad", **{"gradient": True, **options})
 
 
 def check_no_graph(t, name: str = "result", *, hint: str | None = None) -> None:
@@ -508,6 +580,28 @@ def check_no_graph(t, name: str = "result", *, hint: str | None = None) -> None:
         if hint:
             message += f" {hint}"
         _fail("graph", message)
+
+
+def check_untouched(after, before, name: str, *, by: str = "your function") -> None:
+    """Check that the caller's tensor is as it was: ``before`` is a copy made before the
+    student's code ran, ``after`` the tensor as that code left it (``current(t)``).
+
+    The message names what happened: requires_grad switched on, .grad filled, values changed.
+    """
+    _require_tensor(after, name)
+    now, then = facts(after), facts(before)
+    advice = (f"Leave the caller's tensor alone and work on a copy: "
+              f"{name}.detach().clone() (then .requires_grad_(True) on the copy).")
+    if now.requires_grad and not then.requires_grad:
+        _fail("changed_input", f"{by} set requires_grad on {name}, the caller's tensor: it now "
+              f"records a graph. {advice}")
+    if now.grad is not None and then.grad is None:
+        _fail("changed_input", f"{by} filled {name}.grad: backward() ran through the caller's "
+              f"tensor. {advice}")
+    if tuple(after.shape) != tuple(before.shape) or not torch.equal(after.detach(),
+                                                                    before.detach()):
+        _fail("changed_input", f"{by} changed the values of {name}, the caller's tensor, in "
+              f"place. {advice}")
 
 
 def check_is_leaf(t, name: str = "x", *, hint: str | None = None) -> None:

@@ -21,14 +21,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
 import torch
 from support.inprocess import run_judged, run_local
 
-from autograd_course import checks
+from autograd_course import checks, hints
 from autograd_course.assignments import UNITS, generate_release
 from autograd_course.checks import CheckError
-from autograd_course.exercise_answers import WRONG_ANSWERS
+from autograd_course.testkit import WRONG_ANSWERS
 
 ROOT = Path(__file__).resolve().parent.parent
 HIDDEN = "### BEGIN HIDDEN TESTS"
@@ -150,13 +151,14 @@ def test_reference_answer_passes_silently(unit, qid):
 def test_wrong_answer_is_diagnosed(unit, qid, answer):
     verdict = run_judged(load(unit), qid, solution=answer.code)
     assert not verdict.passed, "the grader must not pass this wrong answer"
-    error = verdict.error
-    assert isinstance(error, CheckError), f"expected a CheckError, got {verdict.diagnostic}"
     message = verdict.message
     assert verdict.diagnosis in answer.diagnosis, f"{verdict.diagnosis}: {message}"
     for text in answer.says:
         assert text.lower() in message.lower(), f"{text!r} not in {message!r}"
-    if not error.reveal:
+    for text in answer.not_says:
+        assert text.lower() not in message.lower(), f"{text!r} in {message!r}"
+    error = verdict.error
+    if isinstance(error, CheckError) and not error.reveal:
         for text in numbers_of(error.expected):
             assert text not in message, f"hidden test reveals {text}: {message}"
     visible = run_local(load(unit), qid, solution=answer.code, visible_only=True)
@@ -164,7 +166,86 @@ def test_wrong_answer_is_diagnosed(unit, qid, answer):
     if answer.hidden_only:
         assert visible.error is None, f"visible checks should pass: {visible.error!r}"
     else:
-        assert isinstance(visible.error, CheckError), "the visible checks catch this mistake"
+        assert visible.error is not None, "the visible checks catch this mistake"
+
+
+@pytest.mark.parametrize(("unit", "qid"), ALL_QUESTIONS, ids=[f"{u}-{q}" for u, q in ALL_QUESTIONS])
+def test_every_question_has_hints_of_two_levels_at_least(unit, qid, capsys):
+    number = qid.split("_")[0]
+    texts = hints.texts_of(unit)[number]
+    assert len(texts) >= 2 and all(len(t) > 20 for t in texts)
+    hint = hints.hints_for(unit)
+    for level in range(1, len(texts) + 2):  # one more: the last hint again
+        hint(number)
+        shown = capsys.readouterr().out
+        assert shown.startswith(f"Hint {min(level, len(texts))}/{len(texts)} for {number}:")
+    assert f'hint = hints_for("{unit}")' in load(unit).cells[1].source  # the locked imports
+    assert 'hint("q1")' in load(unit).cells[0].source  # the introduction says how
+
+
+def test_hints_name_only_existing_questions(capsys):
+    for unit in UNITS:
+        numbers = {qid.split("_")[0] for qid in questions(unit)}
+        assert set(hints.texts_of(unit)) == numbers, unit
+    hints.hints_for("01_gradients")("q9")
+    assert "No hints for 'q9'" in capsys.readouterr().out
+
+
+# --- fairness: a correct answer never fails a hidden test ------------------------------------
+
+
+ACCUMULATED_VERSIONS = {
+    "float64": lambda w0, x, t, n: n * 2 * (w0 * x - t) * x,
+    "float32 tensor": lambda w0, x, t, n: (
+        n * 2 * (torch.tensor(w0) * x - t) * x).item(),
+    "float32 tensors throughout": lambda w0, x, t, n: float(
+        n * 2 * (torch.tensor(w0) * torch.tensor(x) - torch.tensor(t)) * torch.tensor(x)),
+    "numpy float32": lambda w0, x, t, n: n * 2 * (np.float32(w0) * np.float32(x)
+                                                  - np.float32(t)) * np.float32(x),
+    "numpy float64": lambda w0, x, t, n: float(np.multiply(n * 2 * (w0 * x - t), x)),
+}
+
+
+@pytest.mark.parametrize("version", list(ACCUMULATED_VERSIONS))
+def test_accumulated_grad_grades_every_correct_version_on_1000_draws(version):
+    formula = ACCUMULATED_VERSIONS[version]
+    for _ in range(1000):
+        w0, x, t, n = checks.accumulation_inputs()
+        checks.check_accumulated_grad(formula(w0, x, t, n), w0, x, t, n)
+
+
+def test_accumulated_grad_still_catches_each_wrong_factor_on_1000_draws():
+    for _ in range(1000):
+        w0, x, t, n = checks.accumulation_inputs()
+        right = n * 2 * (w0 * x - t) * x
+        for wrong_answer in (right / n, -right, right * (n + 1) / n, right / 2):
+            with pytest.raises(CheckError):
+                checks.check_accumulated_grad(wrong_answer, w0, x, t, n)
+
+
+# --- what learners read ------------------------------------------------------------------------
+
+DOCUMENT_WORDS = re.compile(
+    r"seed (?:0\d\d|demo)|\bthe seeds?\b|seed's|\(seed|original demo|seed_table", re.I)
+
+
+def learner_texts():
+    for folder in ("notebooks", "source", "release"):
+        for path in sorted((ROOT / folder).rglob("*.ipynb")):
+            nb = nbformat.read(path, as_version=4)
+            yield path, "\n".join(c.source for c in nb.cells)
+    for path in sorted((ROOT / "demos").glob("*")):
+        yield path, path.read_text()
+    for path in sorted((ROOT / "autograd_course" / "hints").glob("*.py")):
+        yield path, path.read_text()
+
+
+LEARNER_TEXTS = list(learner_texts())
+
+
+@pytest.mark.parametrize(("path", "text"), LEARNER_TEXTS, ids=[p.name for p, _ in LEARNER_TEXTS])
+def test_learners_read_of_demos_by_their_names_never_of_seed_documents(path, text):
+    assert not DOCUMENT_WORDS.search(text), DOCUMENT_WORDS.search(text).group(0)
 
 
 # --- checks.py ----------------------------------------------------------------------------------
@@ -193,8 +274,8 @@ def test_check_tensor_accepts_the_right_answer():
         (EXPECTED.double(), "dtype", "dtype"),
         (torch.tensor([1, 2, 3]), "dtype", "dtype"),
         (-EXPECTED, "sign", "sign"),
-        (2 * EXPECTED, "accumulated", "twice"),
-        (3 * EXPECTED, "accumulated", "three times"),
+        (2 * EXPECTED, "factor", "twice"),
+        (3 * EXPECTED, "factor", "three times"),
         (EXPECTED / 2, "fraction", "1/2"),
         (torch.zeros(3), "zero", "zeros"),
         (torch.tensor([float("nan"), 0.0, 1.0]), "nan", "NaN"),
@@ -207,6 +288,57 @@ def test_check_tensor_names_the_mistake(actual, diagnosis, says):
     assert says in str(error) and "x.grad" in str(error)
     for text in numbers_of(EXPECTED):
         assert text not in str(error)
+
+
+@pytest.mark.parametrize(("actual", "diagnosis", "says"), [
+    (2 * EXPECTED, "accumulated", "accumulated over 2 backward() calls"),
+    (torch.zeros(3), "zero", "cleared"),
+])
+def test_gradient_answers_tell_the_backward_story_and_others_do_not(actual, diagnosis, says):
+    error = diagnosis_of(checks.check_tensor, actual, EXPECTED, name="x.grad", gradient=True)
+    assert error.diagnosis == diagnosis and says in str(error)
+    plain = diagnosis_of(checks.check_tensor, actual, EXPECTED, name="prediction")
+    assert "backward()" not in str(plain) and "cleared" not in str(plain)
+
+
+def test_dtype_messages_name_the_dtype_actually_used():
+    ints = diagnosis_of(checks.check_tensor, torch.tensor([1, 2, 3]), EXPECTED)
+    assert "makes integers" in str(ints)
+    doubles = diagnosis_of(checks.check_tensor, EXPECTED.double(), EXPECTED)
+    assert "makes integers" not in str(doubles) and "dtype=torch.float32" in str(doubles)
+
+
+def test_check_untouched_names_what_happened():
+    before = torch.ones(3)
+    flagged = before.clone().requires_grad_(True)
+    assert "set requires_grad on v" in str(diagnosis_of(checks.check_untouched, flagged, before,
+                                                        "v"))
+    filled = before.clone()
+    filled.grad = torch.ones(3)
+    assert "filled v.grad" in str(diagnosis_of(checks.check_untouched, filled, before, "v"))
+    moved = before + 1
+    assert "changed the values of v" in str(diagnosis_of(checks.check_untouched, moved, before,
+                                                         "v"))
+    checks.check_untouched(before.clone(), before, "v")
+
+
+def test_a_check_error_shows_as_one_red_line_in_a_notebook():
+    error = diagnosis_of(checks.check_number, 4.0, 2.0, name="x")
+    lines = error._render_traceback_()
+    assert len(lines) == 1 and "CheckError" in lines[0] and str(error) in lines[0]
+
+
+def test_a_failing_check_in_a_real_kernel_shows_the_diagnosis_alone(root):
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import torch\nfrom autograd_course.checks import check_tensor\n"
+        "check_tensor(torch.tensor([4.0]), torch.tensor([2.0]), name='x.grad', gradient=True)")])
+    NotebookClient(nb, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(root)}}).execute()
+    (error,) = [o for o in nb.cells[0].outputs if o.output_type == "error"]
+    assert len(error.traceback) == 1, error.traceback  # no frames of checks.py
+    assert "x.grad is twice the right gradient" in error.traceback[0]
 
 
 def test_reveal_shows_values_only_when_asked():
@@ -226,7 +358,10 @@ def test_question_specific_mistakes():
 def test_check_number():
     assert diagnosis_of(checks.check_number, torch.tensor(2.0), 2.0).diagnosis == "type"
     assert ".item()" in str(diagnosis_of(checks.check_number, torch.tensor(2.0), 2.0))
-    assert diagnosis_of(checks.check_number, 4.0, 2.0).diagnosis == "accumulated"
+    assert diagnosis_of(checks.check_number, 4.0, 2.0).diagnosis == "factor"
+    assert diagnosis_of(checks.check_number, 4.0, 2.0, gradient=True).diagnosis == "accumulated"
+    assert diagnosis_of(checks.check_number, np.float32(2.5), 2.0).diagnosis == "values"
+    checks.check_number(np.float32(2.0), 2.0)  # a numpy number is a number
     assert diagnosis_of(checks.check_number, -2.0, 2.0).diagnosis == "sign"
     assert diagnosis_of(checks.check_number, True, 1.0).diagnosis == "type"
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import nbformat
 
-from autograd_course.exercise_answers import WRONG_ANSWERS
 from autograd_course.grading.course import fill, reference_answers
+from autograd_course.testkit import WRONG_ANSWERS
 
 PROFILES = ("right", "mistakes", "blank", "mixed", "tamper")
 TAMPERING = "\nimport torch\ntorch.allclose = lambda *args, **kwargs: True  # always 'equal'"

@@ -1,0 +1,111 @@
+"""Typical wrong answers to assignment 03 Accumulation: gradients add up."""
+
+from __future__ import annotations
+
+from autograd_course.testkit.answers import Wrong, function, wrong
+
+_ACC = "def accumulated_grad(w0, x, t, n):"
+_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
+
+_TRAIN_BUGGY = """
+def train(w0, x, target, lr, steps):
+    w = w0.detach().clone().requires_grad_(True)
+    for _ in range(steps):
+        loss = ((w * x).sum() - target) ** 2
+        loss.backward()
+        with torch.no_grad():
+            w -= lr * w.grad
+    return w.detach()
+"""
+
+
+WRONG: dict[str, list[Wrong]] = {
+    "q1_accumulated_grad": [
+        wrong(
+            "one pass only",
+            function(_ACC, "return 2 * (w0 * x - t) * x"),
+            "one_pass",
+            ["single backward() pass", "adds up"],
+        ),
+        wrong("wrong sign", function(_ACC, "return n * 2 * (t - w0 * x) * x"), "sign", ["sign"]),
+        wrong(
+            "a tensor",
+            function(_ACC, "return torch.tensor(n * 2 * (w0 * x - t) * x)"),
+            "type",
+            [".item()"],
+        ),
+        wrong(
+            "by autograd",
+            function(_ACC, """
+                w = torch.tensor(w0, requires_grad=True)
+                for _ in range(n):
+                    ((w * x - t) ** 2).backward()
+                return w.grad.item()
+                """),
+            "autograd",
+            ["by hand", "no_grad"],
+        ),
+        wrong(
+            "hard-coded demo answer",
+            function(_ACC, "return -8.0"),
+            ("values", "sign", "fraction", "factor", "zero", "one_pass"),
+            hidden_only=True,
+        ),
+    ],
+    "q2_fix_loop": [
+        wrong("never clears .grad", _TRAIN_BUGGY, ("values", "accumulated"), ["wrong values"]),
+        wrong(
+            "zero_() before the first backward()",
+            _TRAIN_BUGGY.replace("        loss.backward()",
+                                 "        w.grad.zero_()\n        loss.backward()"),
+            "zero_before_backward",
+            ["still None", ".grad = None"],
+        ),
+        wrong(
+            "returns w with its graph",
+            _TRAIN_BUGGY.replace("w.grad\n", "w.grad\n        w.grad = None\n").replace(
+                "return w.detach()", "return w * 1.0"
+            ),
+            "graph",
+            ["graph"],
+        ),
+    ],
+    "q3_predict_values": [
+        wrong(
+            "one path of x",
+            'predicted = {"a": 4.0, "b": -8.0, "c": -4.0, "d": -2.0}',
+            "one_path",
+            ["path of its own"],
+            hidden_only=True,
+        ),
+        wrong(
+            ".grad replaced",
+            'predicted = {"a": 7.0, "b": -4.0, "c": -4.0, "d": -2.0}',
+            "replaced",
+            ["adds up"],
+            hidden_only=True,
+        ),
+        wrong(
+            "not cleared",
+            'predicted = {"a": 7.0, "b": -8.0, "c": -8.0, "d": -2.0}',
+            "not_cleared",
+            ["cleared"],
+            hidden_only=True,
+        ),
+        wrong(
+            "one loss",
+            'predicted = {"a": 7.0, "b": -8.0, "c": -4.0, "d": -4.0}',
+            "one_loss",
+            ["sum of their gradients"],
+            hidden_only=True,
+        ),
+        wrong(
+            "an exception name",
+            'predicted = {"a": 7.0, "b": -8.0, "c": "RuntimeError", "d": -2.0}',
+            "type",
+            ["number"],
+        ),
+        wrong("a key missing", 'predicted = {"a": 7.0, "b": -8.0}', "values", ["keys"]),
+        wrong("left blank", _STUB, "blank", ["NotImplementedError"]),
+    ],
+}
