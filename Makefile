@@ -22,19 +22,22 @@ $(STAMP): requirements.txt requirements-dev.txt constraints.txt pyproject.toml
 	@touch $(STAMP)
 
 # Debian packages the course uses: Graphviz's `dot` draws the computation graphs; bubblewrap
-# sandboxes the student's kernel while it is graded. As root (CI) install what is missing;
-# otherwise say how, and go on (graphs are then shown as text; grading runs unsandboxed and
-# says so in every grade record).
+# sandboxes the student's kernel while it is graded; the tests run a PostgreSQL server for the
+# class-scale gradebook. As root (CI) install what is missing; otherwise say how, and go on
+# (graphs are then shown as text; grading runs unsandboxed and says so in every grade record).
 debian-packages:
 	@missing=""; \
 	command -v dot >/dev/null || missing="$$missing graphviz"; \
 	command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
+	command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
+	  || missing="$$missing postgresql"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "Installing Debian packages:$$missing"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	  else \
-	    echo "Missing Debian packages:$$missing (graphs are shown as text; grading is not sandboxed)"; \
+	    echo "Missing Debian packages:$$missing (graphs are shown as text; grading is not"; \
+	    echo "  sandboxed; the tests of a PostgreSQL gradebook need postgresql)"; \
 	    echo "  Install them with: sudo apt-get install$$missing  (Graphviz on macOS: brew install graphviz)"; \
 	  fi; \
 	fi

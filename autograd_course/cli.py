@@ -1,14 +1,16 @@
 """The ``autograd-course`` command line: one command per job of the course.
 
-    autograd-course release [ASSIGNMENT...]             student versions + gradebook
-    autograd-course grade [ASSIGNMENT...] [--jobs N] [--student ID...] [--zip FILE]
-                          [--require-sandbox]
+    autograd-course release [ASSIGNMENT...]             student versions + the gradebook
+    autograd-course grade [ASSIGNMENT...] [--jobs N | --scheduler ADDRESS] [--student ID...]
+                          [--zip FILE] [--force] [--require-sandbox]
     autograd-course check NOTEBOOK... [--student ID]     a learner's self-check
-    autograd-course demo [--out DIR]                    a dry run on a synthetic class
+    autograd-course demo [--out DIR]                     a dry run on a synthetic class
 
-Run it from the course root (or pass ``--course DIR``). Bad arguments and missing course
-pieces get one clear line on stderr and exit status 2; grading problems of single submissions
-are reported in the summary and never change the exit status.
+Run it from the course root (or pass ``--course DIR``). Everything follows the course's
+nbgrader configuration (:class:`~autograd_course.grading.course.Course`): its directories and
+its gradebook, SQLite or a server. Bad arguments and missing course pieces get one clear line
+on stderr and exit status 2; problems of single submissions are reported in the summary and
+never change the exit status.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ import argparse
 import importlib
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,63 +27,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from autograd_course import __version__
-from autograd_course.assignments import UNITS
-
-
-class CourseError(Exception):
-    """A problem with the command line or the course that stops the command (exit 2)."""
+from autograd_course.grading.course import Course, CourseError
 
 
 # -- helpers ----------------------------------------------------------------------------
-def course_root(path: str) -> Path:
-    """The course root at ``path``: it must hold nbgrader_config.py and source/."""
-    root = Path(path).resolve()
-    if not (root / "nbgrader_config.py").is_file() or not (root / "source").is_dir():
-        raise CourseError(f"{root} is not a course root (no nbgrader_config.py and source/ "
-                          "there); run from the course root or pass --course DIR")
-    return root
-
-
-def assignments_of(root: Path, names: list[str]) -> list[str]:
-    """The named assignments (all units when none), each checked to exist in source/."""
-    names = names or [u for u in UNITS if (root / "source" / u).is_dir()]
-    for name in names:
-        if not (root / "source" / name / f"{name}.ipynb").is_file():
-            known = ", ".join(sorted(p.name for p in (root / "source").iterdir() if p.is_dir()))
-            raise CourseError(f"no assignment '{name}' in {root / 'source'} (known: {known})")
-    return names
-
-
-def ensure_in_gradebook(root: Path, names: list[str]) -> None:
-    """Add assignments missing from the gradebook by generating them (nbgrader's way)."""
-    from nbgrader.api import Gradebook, MissingEntry
-
-    missing = []
-    if (root / "gradebook.db").exists():
-        with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
-            for name in names:
-                try:
-                    gb.find_assignment(name)
-                except MissingEntry:
-                    missing.append(name)
-    else:
-        missing = list(names)
-    if missing:
-        release(root, missing)
-
-
-def release(root: Path, names: list[str]) -> None:
-    """``nbgrader generate_assignment NAME --force`` for each name, in the course root."""
-    from autograd_course.grading.course import nbgrader
-
-    for name in names:
-        result = nbgrader(root, "generate_assignment", name, "--force")
-        if result.returncode != 0:
-            raise CourseError(f"nbgrader generate_assignment {name} failed: "
-                              + (result.stderr.strip().splitlines() or ["?"])[-1])
-        print(f"released {name}: release/{name}/ and the gradebook are up to date")
-
-
 class Progress:
     """A one-line progress bar with an ETA on stderr (a line per step when not a terminal)."""
 
@@ -111,7 +59,7 @@ def _clock(seconds: float) -> str:
     return f"{minutes}:{seconds:02d}"
 
 
-def unpack_zip(root: Path, archive: Path) -> int:
+def unpack_zip(course: Course, archive: Path) -> int:
     """Add the submissions of a zip (``[submitted/]STUDENT/ASSIGNMENT/FILE``) to submitted/.
 
     Every member is checked before anything is written: a member with an absolute path, a
@@ -121,7 +69,7 @@ def unpack_zip(root: Path, archive: Path) -> int:
     """
     if not zipfile.is_zipfile(archive):
         raise CourseError(f"{archive} is not a zip file")
-    target_root = (root / "submitted").resolve()
+    target_root = course.directory("submitted")
     plan = []
     with zipfile.ZipFile(archive) as zf:
         for info in zf.infolist():
@@ -155,66 +103,83 @@ def unpack_zip(root: Path, archive: Path) -> int:
 
 # -- commands ---------------------------------------------------------------------------
 def cmd_release(args) -> int:
-    root = course_root(args.course)
-    release(root, assignments_of(root, args.assignments))
+    from autograd_course.grading.release import ReleaseError, release
+
+    course = Course.load(args.course)
+    try:
+        for name in release(course, args.assignments):
+            print(f"released {name}: release/{name}/ and the gradebook are up to date")
+    except ReleaseError as exc:
+        raise CourseError(str(exc)) from None
     return 0
 
 
 def cmd_grade(args) -> int:
-    from autograd_course.grading import parallel
+    from autograd_course.grading import gradebook, runner
 
-    root = course_root(args.course)
-    names = assignments_of(root, args.assignments)
     if args.jobs < 1:
         raise CourseError(f"--jobs must be at least 1 (got {args.jobs})")
-    if args.zip:
-        print(f"added {unpack_zip(root, Path(args.zip))} files from {args.zip} to submitted/")
-    submissions = parallel.find_submissions(root, names, args.student)
-    if not submissions:
-        who = f" for {', '.join(args.student)}" if args.student else ""
-        raise CourseError(f"no submissions under {root / 'submitted'} for "
-                          f"{', '.join(names)}{who} (expected submitted/STUDENT/ASSIGNMENT/)")
-    ensure_in_gradebook(root, names)
-    print(f"grading {len(submissions)} submissions of {', '.join(names)} "
-          f"with {args.jobs} parallel jobs")
-    # The report needs matplotlib: import it while the workers grade, not after.
-    report_import = ThreadPoolExecutor(max_workers=1)
     settings = {"require_sandbox": True} if args.require_sandbox else {}
+    course = Course.load(args.course)
+    names = course.check_assignments(args.assignments)
     if args.require_sandbox:
         from autograd_course.grading import sandbox
 
         if sandbox.bubblewrap() is None:
             raise CourseError("--require-sandbox: bubblewrap (bwrap) is missing or cannot "
                               "create namespaces here; nothing was graded")
-    outcomes = parallel.grade_class(
-        root, submissions, args.jobs, Progress(len(submissions)),
-        while_grading=lambda: report_import.submit(importlib.import_module,
-                                                   "autograd_course.grading.report"),
-        settings=settings)
-    parallel.export_grades(root, root / "grades.csv")
-    records = parallel.records_of(root, submissions)
-    report_import.shutdown(wait=True)
-    report = importlib.import_module("autograd_course.grading.report")
+    if args.zip:
+        print(f"added {unpack_zip(course, Path(args.zip))} files from {args.zip} to submitted/")
+    submissions = course.submissions(names, args.student)
+    if not submissions:
+        who = f" for {', '.join(args.student)}" if args.student else ""
+        raise CourseError(f"no submissions under {course.directory('submitted')} for "
+                          f"{', '.join(names)}{who} (expected submitted/STUDENT/ASSIGNMENT/)")
+    where = f"on the Dask cluster {args.scheduler}" if args.scheduler else (
+        f"with {args.jobs} parallel jobs")
+    print(f"grading {len(submissions)} submissions of {', '.join(names)} {where}", flush=True)
+    # The report needs matplotlib: import it while the workers grade, not after.
+    report_import = ThreadPoolExecutor(max_workers=1).submit(
+        importlib.import_module, "autograd_course.grading.report")
+    summary = runner.grade_class(
+        course, submissions, jobs=args.jobs, scheduler=args.scheduler, force=args.force,
+        on_done=Progress(len(submissions)), settings=settings,
+        on_wait=lambda: print("another grading run holds this gradebook: waiting for it to "
+                              "finish...", flush=True))
+    if summary.skipped:
+        print(f"{len(summary.skipped)} submissions were graded before and have not changed: "
+              "kept (--force grades them again)")
+    gradebook.export_grades(course, course.root / "grades.csv")
+    report = report_import.result()
     for name in names:
-        paths = report.write_report([r for r in records if r.assignment == name],
-                                    root / "reports" / name, title=f"Class report: {name}")
+        records = runner.records_of(course, course.submissions([name]))
+        paths = report.write_report(records, course.root / "reports" / name,
+                                    title=f"Class report: {name}")
         print(f"class report {name}: {paths['html']} (also {paths['csv'].name}, "
               f"{paths['png'].name})")
-    print(f"grades: {root / 'grades.csv'}; feedback: {root / 'feedback'}")
-    summarise(outcomes, records)
+    print(f"grades: {course.root / 'grades.csv'}; feedback: {course.directory('feedback')}")
+    summarise(summary.outcomes, runner.records_of(course, [o.submission
+                                                           for o in summary.outcomes]))
     return 0
 
 
 def summarise(outcomes, records) -> None:
-    """Print the failed and flagged submissions, with reasons."""
+    """Print the failed, flagged, unsandboxed and troubled submissions of this run."""
+    from autograd_course.grading.preprocessors import NOT_SANDBOXED
+
     failed = [o for o in outcomes if not o.ok]
     flagged = [r for r in records if r.flags]
     not_graded = {(o.submission.student, o.submission.assignment) for o in failed}
-    troubled = [r for r in records if (r.failure or _problems(r)) and not r.flags
+
+    def problems(rec):
+        return [note for note in rec.notes if note != NOT_SANDBOXED]
+
+    troubled = [r for r in records if (r.failure or problems(r)) and not r.flags
                 and (r.student, r.assignment) not in not_graded]
-    unsandboxed = [r for r in records if not r.sandboxed]
-    print(f"\n{len(outcomes)} submissions: {len(failed)} could not be graded (0 points), "
-          f"{len(flagged)} flagged for review, {len(troubled)} graded with a problem")
+    unsandboxed = [r for r in records if not r.sandboxed
+                   and (r.student, r.assignment) not in not_graded]
+    print(f"\n{len(outcomes)} submissions graded: {len(failed)} could not be graded (0 "
+          f"points), {len(flagged)} flagged for review, {len(troubled)} graded with a problem")
     if unsandboxed:
         print(f"  NOT SANDBOXED: {len(unsandboxed)} notebooks were graded without bubblewrap, "
               "with the grader's file rights (install bubblewrap, or use --require-sandbox)")
@@ -225,32 +190,15 @@ def summarise(outcomes, records) -> None:
         print(f"  FLAGGED {rec.student}/{rec.assignment}/{rec.notebook}: {rec.flags[0]}"
               + (f" (+{len(rec.flags) - 1} more)" if len(rec.flags) > 1 else ""))
     for rec in troubled:
-        reason = rec.failure or "; ".join(_problems(rec))
+        reason = rec.failure or "; ".join(problems(rec))
         print(f"  PROBLEM {rec.student}/{rec.assignment}/{rec.notebook}: {reason}")
-
-
-def _problems(rec) -> list[str]:
-    from autograd_course.grading.preprocessors import NOT_SANDBOXED
-
-    return [note for note in rec.notes if note != NOT_SANDBOXED]
-
-
-def temporary_course(dest: Path, root: Path, assignment: str) -> Path:
-    """A course in ``dest`` with ``assignment`` released from ``root``'s source/ and config."""
-    from autograd_course.grading.course import make_course
-
-    try:
-        return make_course(dest, root, [assignment])
-    except subprocess.CalledProcessError as exc:
-        raise CourseError(f"could not prepare {assignment}: "
-                          + ((exc.stderr or "").strip().splitlines() or ["?"])[-1]) from None
 
 
 def check_notebook(root: Path, notebook: Path, student: str | None = None):
     """Grade one notebook as the instructor's autograde would; return its grade records."""
     from autograd_course.grading import selfcheck
 
-    assignments_of(root, [notebook.stem])
+    Course.load(root).check_assignments([notebook.stem])
     try:
         return selfcheck.check(root, notebook, student)
     except RuntimeError as exc:
@@ -258,13 +206,13 @@ def check_notebook(root: Path, notebook: Path, student: str | None = None):
 
 
 def cmd_check(args) -> int:
-    root = course_root(args.course)
     for name in args.notebooks:
         notebook = Path(name)
         if not notebook.is_file():
             raise CourseError(f"{notebook}: no such file")
         if notebook.suffix != ".ipynb":
             raise CourseError(f"{notebook}: not a notebook (expected NN_topic.ipynb)")
+    root = Course.load(args.course).root
     for name in args.notebooks:
         for rec in check_notebook(root, Path(name).resolve(), args.student):
             print(f"{rec.assignment}/{rec.notebook}.ipynb (checked as {rec.student})")
@@ -281,24 +229,26 @@ def cmd_check(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from autograd_course.grading import demo
-    from autograd_course.grading.course import submit
+    from autograd_course.testkit import synthetic
+    from autograd_course.testkit.classes import make_course, submit
 
-    root = course_root(args.course)
-    assignment = assignments_of(root, [args.assignment])[0]
+    course = Course.load(args.course)
+    assignment = course.check_assignments([args.assignment])[0]
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="autograd-course-demo-"))
     if out.exists() and any(out.iterdir()):
         raise CourseError(f"{out} is not empty; give --out a new folder")
-    temporary_course(out, root, assignment)
-    notebooks = demo.synthetic_class(out / "source" / assignment / f"{assignment}.ipynb",
-                                     out / "release" / assignment / f"{assignment}.ipynb",
-                                     assignment, demo.DEMO_CLASS)
+    make_course(out, course.root, [assignment])
+    notebooks = synthetic.synthetic_class(out / "source" / assignment / f"{assignment}.ipynb",
+                                          out / "release" / assignment / f"{assignment}.ipynb",
+                                          assignment, synthetic.DEMO_CLASS)
     for student, nb in notebooks.items():
         submit(out, student, assignment, assignment, nb)
     submit(out, "gauss", assignment, assignment, b"{ this upload is not a notebook")
     print(f"demo course in {out}: {len(notebooks) + 1} synthetic students "
-          f"({', '.join(f'{s} ({p})' for s, p in demo.DEMO_CLASS)}, gauss (not a notebook))")
+          f"({', '.join(f'{s} ({p})' for s, p in synthetic.DEMO_CLASS)}, gauss (not a "
+          "notebook))")
     args.course, args.assignments, args.student, args.zip = str(out), [assignment], [], None
+    args.scheduler, args.force, args.require_sandbox = None, False, False
     return cmd_grade(args)
 
 
@@ -326,6 +276,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="grade only this student (repeatable)")
     p.add_argument("--zip", metavar="FILE",
                    help="first add the submissions of a zip (STUDENT/ASSIGNMENT/FILE inside)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="grade on this Dask cluster (tcp://host:8786) instead of local processes")
+    p.add_argument("--force", action="store_true",
+                   help="grade again the submissions graded before whose files have not changed")
     p.add_argument("--require-sandbox", action="store_true",
                    help="refuse to grade unless the student's kernel runs in bubblewrap")
     p.set_defaults(run=cmd_grade)
@@ -339,7 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_check)
 
     p = commands.add_parser("demo", help="grade a synthetic class end to end (a dry run)")
-    p.add_argument("--assignment", default=UNITS[0], help=f"default: {UNITS[0]}")
+    p.add_argument("--assignment", default="01_gradients", help="default: 01_gradients")
     p.add_argument("--out", metavar="DIR", help="where to build the demo course (a new folder)")
     p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1)
     p.set_defaults(run=cmd_demo)

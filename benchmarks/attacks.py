@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
 import hostile_class  # noqa: E402
 import make_toy  # noqa: E402
 
-from autograd_course.grading.course import fill, gradebook_scores  # noqa: E402
+from autograd_course.testkit.classes import fill, gradebook_scores  # noqa: E402
 
 LIMITS = {"JudgedExecute": "\nc.Execute.timeout = 8\nc.JudgedExecute.memory_limit_mb = 1500\n",
           "GuardedExecute": "\nc.Execute.timeout = 8\nc.GuardedExecute.memory_limit_mb = 1500\n"}

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograd_course.grading.course import fill, reference_answers
+from autograd_course.testkit.classes import fill, reference_answers
 
 ROOT = Path(__file__).resolve().parent.parent
 

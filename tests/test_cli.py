@@ -6,13 +6,16 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from pathlib import Path
 
 import nbformat
 import pytest
+from support.units import UNITS
 
 from autograd_course import cli
-from autograd_course.assignments import UNITS
-from autograd_course.grading import course, demo, parallel, record
+from autograd_course.grading import record
+from autograd_course.grading.course import Course, Submission
+from autograd_course.testkit import classes as course
 
 ASSIGNMENT = "01_gradients"
 CLASS = [("ada", "right"), ("blaise", "mistakes"), ("carl", "blank"), ("dora", "mixed"),
@@ -62,13 +65,8 @@ def two_courses(tmp_path_factory, root):
     """The same synthetic class twice: graded by serial nbgrader, and by autograd-course."""
     base = tmp_path_factory.mktemp("cli")
     serial = course.make_course(base / "serial", root, [ASSIGNMENT])
-    notebooks = demo.synthetic_class(
-        serial / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb",
-        serial / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", ASSIGNMENT, CLASS, seed=1)
-    for student, nb in notebooks.items():
-        course.submit(serial, student, ASSIGNMENT, ASSIGNMENT, nb)
-    shutil.copytree(serial, base / "parallel")
-    parallel_course = base / "parallel"
+    course.submit_class(serial, ASSIGNMENT, CLASS, seed=1)
+    parallel_course = course.copy_course(serial, base / "parallel")
     # one more student arrives in a zip, as nbgrader's zip_collect would take it
     archive = base / "late.zip"
     with zipfile.ZipFile(archive, "w") as zf:
@@ -173,10 +171,13 @@ def test_zip_members_that_leave_submitted_are_refused(tmp_path, root, member, sa
             zf.writestr(info, "/etc/passwd")
         else:
             zf.writestr(info, "{}")
-    before = {p for p in tmp_path.parent.rglob("*")}
+    def files():  # all but exchange/, which loading the course's config makes
+        return {p for p in tmp_path.parent.rglob("*") if "exchange" not in p.parts}
+
+    before = files()
     result = run("grade", "--zip", str(archive), cwd=tmp_path)
     assert result.returncode == 2 and says in result.stderr and member in result.stderr
-    assert {p for p in tmp_path.parent.rglob("*")} == before, "nothing may be written"
+    assert files() == before, "nothing may be written"
 
 
 @pytest.fixture(scope="module")
@@ -209,5 +210,31 @@ def test_references_get_every_point_and_stubs_none(every_unit, unit):
 def test_find_submissions_filters_students(tmp_path):
     for student in ("a", "b"):
         (tmp_path / "submitted" / student / ASSIGNMENT).mkdir(parents=True)
-    found = parallel.find_submissions(tmp_path, [ASSIGNMENT], ["b"])
-    assert found == [parallel.Submission("b", ASSIGNMENT)]
+    shutil.copy2(Path(__file__).parent.parent / "nbgrader_config.py", tmp_path)
+    (tmp_path / "source").mkdir()
+    found = Course.load(tmp_path).submissions([ASSIGNMENT], ["b"])
+    assert found == [Submission("b", ASSIGNMENT)]
+
+
+def test_grade_registers_a_new_assignment_and_refuses_a_changed_source(tmp_path, root):
+    shutil.copy2(root / "nbgrader_config.py", tmp_path)
+    shutil.copytree(root / "source" / ASSIGNMENT, tmp_path / "source" / ASSIGNMENT)
+    blank = course.fill(root / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", {})
+    course.submit(tmp_path, "ada", ASSIGNMENT, ASSIGNMENT, blank)
+    first = run("grade", ASSIGNMENT, cwd=tmp_path)  # never released: grading registers it
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert course.gradebook_scores(tmp_path, ASSIGNMENT) == {"ada": 0.0}
+    # the instructor gives a question one more point after the release
+    source = tmp_path / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    nb = nbformat.read(source, as_version=4)
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("points"))
+    cell.metadata.nbgrader.points += 1
+    nbformat.write(nb, source)
+    refused = run("grade", ASSIGNMENT, "--force", cwd=tmp_path)
+    assert refused.returncode == 2
+    assert "run `autograd-course release 01_gradients`" in refused.stderr, refused.stderr
+    assert run("release", ASSIGNMENT, cwd=tmp_path).returncode == 0
+    again = run("grade", ASSIGNMENT, "--force", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-2000:]
+    with Course.load(tmp_path).gradebook() as gb:
+        assert gb.find_assignment(ASSIGNMENT).max_score == 8

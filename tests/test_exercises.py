@@ -25,10 +25,11 @@ import numpy as np
 import pytest
 import torch
 from support.inprocess import run_judged, run_local
+from support.units import UNITS
 
 from autograd_course import checks, hints
-from autograd_course.assignments import UNITS, generate_release
 from autograd_course.checks import CheckError
+from autograd_course.grading.release import generate
 from autograd_course.testkit import WRONG_ANSWERS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -508,7 +509,7 @@ def nbgrader_results(tmp_path_factory):
     with ThreadPoolExecutor(3) as pool:
         validated = pool.submit(_nbgrader, "validate", *sources, cwd=work)
         inverted = pool.submit(_nbgrader, "validate", "--invert", *releases, cwd=work)
-        generated = pool.submit(generate_release, ROOT, dest=work / "release")
+        generated = pool.submit(generate, ROOT, dest=work / "release")
         return {
             "source": _split_by_notebook(validated.result()),
             "release": _split_by_notebook(inverted.result()),

@@ -34,7 +34,7 @@ def _pins(lines):
     pins = {}
     for line in lines:
         line = line.split("#", 1)[0].strip()
-        match = re.fullmatch(r"([A-Za-z0-9_.-]+)==([^\s;]+)", line)
+        match = re.fullmatch(r"([A-Za-z0-9_.-]+)(?:\[[^\]]*\])?==([^\s;]+)", line)
         if match:
             pins[match.group(1).lower()] = match.group(2)
     return pins

@@ -21,8 +21,9 @@ import pytest
 from nbgrader.api import Gradebook
 
 import autograd_course
-from autograd_course.grading import course, record, sandbox, scan
+from autograd_course.grading import record, sandbox, scan
 from autograd_course.grading.preprocessors import strip_hidden_tests
+from autograd_course.testkit import classes as course
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
 import hostile_class  # noqa: E402

@@ -1,143 +1,143 @@
-"""Course directories for grading: set one up, write submissions, run nbgrader in it.
+"""The course as nbgrader is configured for it: one object every command and worker uses.
 
-Used by the tests, the instructor's dry run (``autograd-course demo``) and the benchmark,
-which all grade synthetic classes with real nbgrader in a temporary course directory.
+:meth:`Course.load` reads the course's ``nbgrader_config.py`` the way nbgrader does, and
+everything else follows from nbgrader's own :class:`~nbgrader.coursedir.CourseDirectory`:
+the root and the directory names (``submitted``, ``autograded``... or whatever the config
+renames them to, and its ``directory_structure``), the gradebook's ``db_url`` (SQLite
+``gradebook.db`` in the root by default; any SQLAlchemy URL nbgrader accepts, such as
+``postgresql+psycopg://...``), the course id, and the assignments and students found on disk.
 """
 
 from __future__ import annotations
 
-import copy
-import json
+import contextlib
+import functools
 import os
-import re
-import shutil
-import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
-import nbformat
+from nbgrader.coursedir import CourseDirectory
+from traitlets.config import Config
 
 from autograd_course.grading.preprocessors import read_secret
 
-SOLUTION_MARKERS = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$")
+CONFIG_FILE = "nbgrader_config.py"
 
 
-def nbgrader(
-    course: Path, *args: str, check: bool = False, timeout: float | None = None
-) -> subprocess.CompletedProcess:
-    """Run ``nbgrader ARGS`` in ``course`` with this Python; return the finished process."""
-    # nbgrader runs `alembic` from PATH when it creates a gradebook: use this environment's.
-    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
-    env = dict(os.environ, PATH=path, PYTHONWARNINGS="ignore::DeprecationWarning")
-    return subprocess.run(
-        [sys.executable, "-m", "nbgrader", *args],
-        cwd=course,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=check,
-        timeout=timeout,
-    )
+class CourseError(Exception):
+    """The course cannot be used as it is (no config, an unknown assignment...)."""
 
 
-def make_course(
-    dest: Path, source_root: Path, assignments: list[str], config: str | None = None
-) -> Path:
-    """Create a course in ``dest`` with ``assignments`` copied from ``source_root/source``.
-
-    ``config`` replaces the course's nbgrader_config.py (for example to compare with
-    nbgrader's defaults); the student versions are generated into ``dest/release``.
-    """
-    dest = Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
-    for name in assignments:
-        if (dest / "source" / name).resolve() == (Path(source_root) / "source" / name).resolve():
-            continue  # the assignment is already in place
-        shutil.copytree(
-            Path(source_root) / "source" / name, dest / "source" / name, dirs_exist_ok=True
-        )
-    config_text = (
-        config if config is not None else (Path(source_root) / "nbgrader_config.py").read_text()
-    )
-    (dest / "nbgrader_config.py").write_text(config_text)
-    for name in assignments:
-        nbgrader(dest, "generate_assignment", name, "--force", check=True)
-    read_secret(dest)  # made now, so that a copy of this course draws the same hidden inputs
-    return dest
+def tools_on_path() -> None:
+    """Put this environment's bin/ first on PATH: nbgrader runs ``alembic`` from PATH when it
+    creates a gradebook, and kernels are started with this Python."""
+    bin_dir = str(Path(sys.executable).parent)
+    if os.environ.get("PATH", "").split(os.pathsep)[:1] != [bin_dir]:
+        os.environ["PATH"] = os.pathsep.join([bin_dir, os.environ.get("PATH", "")])
 
 
-def reference_answers(source_notebook: Path) -> dict[str, str]:
-    """Map each solution cell's grade_id to its reference code (markers removed)."""
-    nb = nbformat.read(source_notebook, as_version=4)
-    answers = {}
-    for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("solution") and cell.cell_type == "code":
-            lines = [line for line in cell.source.splitlines() if not SOLUTION_MARKERS.match(line)]
-            answers[meta["grade_id"]] = "\n".join(lines)
-    return answers
+@dataclass(frozen=True)
+class Submission:
+    """One student's submitted assignment."""
+
+    student: str
+    assignment: str
 
 
-def fill(
-    release_notebook: Path, answers: dict[str, str], extra_cells: list[tuple[int, str]] = ()
-) -> nbformat.NotebookNode:
-    """A submission: the student version with solution cells replaced by ``answers``.
+@dataclass(frozen=True, eq=False)
+class Course:
+    """A course root with its nbgrader configuration."""
 
-    ``extra_cells`` are (position, source) code cells a student added.
-    """
-    nb = nbformat.read(release_notebook, as_version=4)
-    nb = copy.deepcopy(nb)
-    for cell in nb.cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if cell.metadata.get("nbgrader", {}).get("solution") and grade_id in answers:
-            cell.source = answers[grade_id]
-    for position, source in sorted(extra_cells, reverse=True):
-        nb.cells.insert(position, nbformat.v4.new_code_cell(source))
-    return nb
+    root: Path
+    config: Config
 
+    @classmethod
+    def load(cls, root: str | Path, **overrides) -> Course:
+        """Read ``root``'s nbgrader_config.py as nbgrader does. ``overrides`` are extra
+        settings, e.g. ``{"JudgedExecute": {"require_sandbox": True}}``."""
+        course = cls.load_config(root, **overrides)
+        if not course.directory("source").is_dir():
+            raise CourseError(f"{course.root} is not a course root (no {CONFIG_FILE} and "
+                              "source/ there); run from the course root or pass --course DIR")
+        return course
 
-def submit(
-    course: Path,
-    student: str,
-    assignment: str,
-    notebook_name: str,
-    content: nbformat.NotebookNode | bytes | str,
-) -> Path:
-    """Write a submission under ``submitted/STUDENT/ASSIGNMENT/`` (a notebook or raw bytes)."""
-    folder = Path(course) / "submitted" / student / assignment
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{notebook_name}.ipynb"
-    if isinstance(content, bytes):
-        path.write_bytes(content)
-    elif isinstance(content, str):
-        path.write_text(content)
-    else:
-        nbformat.write(content, path)
-    (folder / "timestamp.txt").write_text("2026-11-30 12:00:00.000000 UTC")
-    return path
+    @classmethod
+    def load_config(cls, root: str | Path, **overrides) -> Course:
+        """Like :meth:`load`, for a folder that only has the config so far."""
+        from nbgrader.apps.baseapp import NbGrader
 
+        root = Path(root).resolve()
+        if not (root / CONFIG_FILE).is_file():
+            raise CourseError(f"{root} is not a course root (no {CONFIG_FILE} there); run "
+                              "from the course root or pass --course DIR")
+        tools_on_path()
+        app = NbGrader()
+        with contextlib.chdir(root):  # exactly as `nbgrader` run in the course root reads it
+            app.load_config_file()
+        config = Config(app.config)
+        config.CourseDirectory.root = str(root)
+        for section, values in overrides.items():
+            for name, value in values.items():
+                setattr(getattr(config, section), name, value)
+        return cls(root, config)
 
-def snapshot(folder: Path) -> dict[str, bytes]:
-    """Every file under ``folder`` with its bytes, to prove that nothing changed."""
-    folder = Path(folder)
-    return {
-        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
-    }
+    @functools.cached_property
+    def coursedir(self) -> CourseDirectory:
+        return CourseDirectory(config=self.config)
 
+    @property
+    def course_id(self) -> str:
+        return self.coursedir.course_id or "default_course"
 
-def gradebook_scores(course: Path, assignment: str) -> dict[str, float]:
-    """Each student's total score for ``assignment``, read from the course's gradebook."""
-    code = (
-        "import json,sys; from nbgrader.api import Gradebook\n"
-        "with Gradebook('sqlite:///gradebook.db') as gb:\n"
-        "    a = gb.find_assignment(sys.argv[1])\n"
-        "    print(json.dumps({s.student.id: s.score for s in a.submissions}))\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code, assignment],
-        cwd=course,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    return json.loads(out)
+    @property
+    def db_url(self) -> str:
+        return self.coursedir.db_url
+
+    def directory(self, step: str, student: str = ".", assignment: str = ".") -> Path:
+        """The folder of a step ("source", "release", "submitted", "autograded", "feedback")
+        for a student and an assignment, as nbgrader lays it out."""
+        name = getattr(self.coursedir, f"{step}_directory")
+        return Path(self.coursedir.format_path(name, student, assignment)).resolve()
+
+    def assignments(self) -> list[str]:
+        """The assignments of source/ (a folder holding a notebook of its own name)."""
+        folder = self.directory("source")
+        return sorted(p.name for p in folder.iterdir()
+                      if (p / f"{p.name}.ipynb").is_file()) if folder.is_dir() else []
+
+    def check_assignments(self, names: list[str]) -> list[str]:
+        """``names`` (every assignment when empty), each checked to exist in source/."""
+        known = self.assignments()
+        for name in names:
+            if name not in known:
+                raise CourseError(f"no assignment '{name}' in {self.directory('source')} "
+                                  f"(known: {', '.join(known)})")
+        return list(names) or known
+
+    def submissions(self, assignments: list[str], students: list[str] = ()) -> list[Submission]:
+        """The submissions on disk for ``assignments`` (and ``students``, when given)."""
+        wanted = set(students)
+        found = []
+        for assignment in assignments:
+            folder = self.directory("submitted", "*", assignment)
+            for path in sorted(folder.parent.parent.glob(f"*/{assignment}")):
+                if path.is_dir() and (not wanted or path.parent.name in wanted):
+                    found.append(Submission(path.parent.name, assignment))
+        return found
+
+    def secret(self) -> str:
+        """The course's grading secret (seeds hidden inputs; see JudgedExecute.secret)."""
+        configured = self.config.JudgedExecute.get("secret")
+        return configured or read_secret(self.root)
+
+    def gradebook(self):
+        """nbgrader's Gradebook of this course (close it: use it as a context manager)."""
+        from nbgrader.api import Gradebook
+
+        return Gradebook(self.db_url, course_id=self.course_id)
+
+    def sqlite_path(self) -> Path | None:
+        """The file of a SQLite gradebook, None for a server database."""
+        url = self.db_url
+        return Path(url.removeprefix("sqlite:///")) if url.startswith("sqlite:///") else None

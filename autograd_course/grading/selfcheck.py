@@ -21,30 +21,30 @@ from pathlib import Path
 
 from autograd_course import __version__
 from autograd_course.grading import record
-from autograd_course.grading.course import make_course
-from autograd_course.grading.preprocessors import read_secret
+from autograd_course.grading.course import Course
+from autograd_course.grading.release import prepare
 
 CACHE = ".autograd-course-cache"
 
 
-def _fingerprint(root: Path, assignment: str) -> str:
+def _fingerprint(course: Course, assignment: str) -> str:
     digest = hashlib.sha256(__version__.encode())
-    digest.update((root / "nbgrader_config.py").read_bytes())
-    folder = root / "source" / assignment
+    digest.update((course.root / "nbgrader_config.py").read_bytes())
+    folder = course.directory("source", ".", assignment)
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
 
 
-def prepared_course(root: Path, assignment: str) -> Path:
+def prepared_course(course: Course, assignment: str) -> Path:
     """A course with ``assignment`` released and in its gradebook, built once and cached."""
-    cache = root / CACHE
-    folder = cache / f"{assignment}-{_fingerprint(root, assignment)}"
+    cache = course.root / CACHE
+    folder = cache / f"{assignment}-{_fingerprint(course, assignment)}"
     if (folder / "gradebook.db").is_file():
         return folder
     cache.mkdir(exist_ok=True)
     building = Path(tempfile.mkdtemp(prefix=f"{assignment}-", dir=cache))
-    make_course(building, root, [assignment])
+    prepare(building, course, [assignment], db_url=f"sqlite:///{building / 'gradebook.db'}")
     try:
         building.rename(folder)
     except OSError:  # another check built it meanwhile
@@ -66,13 +66,13 @@ def student_of(notebook: Path, student: str | None) -> str:
 def check(root: Path, notebook: Path, student: str | None = None) -> list[record.GradeRecord]:
     """Grade ``notebook`` (an assignment's notebook, named as in source/) alone."""
     from nbgrader.apps import NbGraderAPI
-    from nbgrader.apps.baseapp import NbGrader
 
     warnings.filterwarnings("ignore", module="nbgrader")  # SQLAlchemy's notes on nbgrader's API
 
-    root, notebook = Path(root).resolve(), Path(notebook).resolve()
+    course = Course.load(root)
+    notebook = Path(notebook).resolve()
     assignment, student = notebook.stem, student_of(notebook, student)
-    cached = prepared_course(root, assignment)
+    cached = prepared_course(course, assignment)
     with tempfile.TemporaryDirectory(prefix="autograd-course-check-") as tmp:
         work = Path(tmp) / "course"
         shutil.copytree(cached, work)
@@ -82,16 +82,16 @@ def check(root: Path, notebook: Path, student: str | None = None) -> list[record
             if path == notebook or (path.is_file() and path.suffix != ".ipynb"
                                     and not path.name.endswith(record.SUFFIX)):
                 shutil.copy2(path, folder / path.name)
+        # A private SQLite gradebook: never the class's own, whatever the config names.
+        private = {"db_url": f"sqlite:///{work / 'gradebook.db'}"}
+        checking = Course.load(work, CourseDirectory=private,
+                               JudgedExecute={"secret": course.secret(),
+                                              "hide_paths": [str(course.root)]})
         cwd = os.getcwd()
         os.chdir(work)
         try:
-            app = NbGrader()
-            app.load_config_file()
-            app.config.CourseDirectory.root = str(work)
-            app.config.JudgedExecute.secret = read_secret(root)
-            app.config.JudgedExecute.hide_paths = [str(root)]
-            result = NbGraderAPI(config=app.config).autograde(assignment, student, force=True,
-                                                               create=True)
+            result = NbGraderAPI(config=checking.config).autograde(assignment, student,
+                                                                   force=True, create=True)
         finally:
             os.chdir(cwd)
         found = sorted((work / "autograded" / student / assignment).glob(f"*{record.SUFFIX}"))

@@ -3,7 +3,7 @@
 The instructor's dry run (``autograd-course demo``), the grading benchmark and the tests use
 them to grade a realistic class end to end without real students. A synthetic student follows
 a profile: ``right`` (every reference answer), ``mistakes`` (a typical wrong answer to every
-question, from :mod:`autograd_course.exercise_answers`), ``blank`` (the student version as
+question, from the test kit's catalogue), ``blank`` (the student version as
 released), ``mixed`` (a different mix per student) or ``tamper`` (mistakes plus code that
 replaces ``torch.allclose``, which the grader must neither reward nor miss).
 """
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import nbformat
 
-from autograd_course.grading.course import fill, reference_answers
 from autograd_course.testkit import WRONG_ANSWERS
+from autograd_course.testkit.classes import fill, reference_answers
 
 PROFILES = ("right", "mistakes", "blank", "mixed", "tamper")
 TAMPERING = "\nimport torch\ntorch.allclose = lambda *args, **kwargs: True  # always 'equal'"

@@ -1,0 +1,248 @@
+"""Writing graded work into the course: the gradebook (any SQLAlchemy URL), files, markers.
+
+Only the process that runs ``autograd-course grade`` writes here; workers return data
+(:class:`~.tasks.Outcome`). For each submission, :meth:`Writer.merge` first writes its files
+(autograded/, feedback/, the grade records), then, in one database transaction, its grades,
+its comments and a **marker**: a row of the table ``autograd_course_graded`` (kept in the
+gradebook's own database, beside nbgrader's tables) with the digest of the files it graded.
+So a run killed at any point leaves each submission either fully merged, with its marker, or
+to be graded again; and the next run skips every submission whose files have not changed
+since its marker (:func:`graded`), unless ``--force``.
+
+Two runs on one gradebook: **one waits** (:func:`exclusive`). A run holds the gradebook's
+grading lock from start to end: PostgreSQL's advisory lock for a server database (released by
+the server if the run dies), a file lock beside a SQLite database. The second run waits, then
+finds everything the first one graded marked, and grades only what is left.
+
+Manual grading survives a regrade: merging sets only the autograder's part (``auto_score``,
+``auto_comment``) and keeps ``manual_score``, ``manual_comment`` and ``extra_credit``; a grade
+with a manual score still needs a manual look, as nbgrader decides.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import shutil
+import sys
+import tempfile
+import warnings
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sqlalchemy import (
+    Column,
+    DateTime,
+    MetaData,
+    String,
+    Table,
+    create_engine,
+    delete,
+    select,
+    text,
+)
+
+from autograd_course.grading import record
+from autograd_course.grading.course import Course, CourseError
+from autograd_course.grading.tasks import Outcome, write_files
+
+MARKERS = Table(
+    "autograd_course_graded", MetaData(),
+    Column("assignment", String(128), primary_key=True),
+    Column("student", String(128), primary_key=True),
+    Column("digest", String(64), nullable=False),
+    Column("graded_at", DateTime, nullable=False),
+)
+
+
+def graded(course: Course, assignment: str) -> dict[str, str]:
+    """The students of ``assignment`` whose grades are merged, with the digest of what was
+    graded (an empty dict when nothing is)."""
+    engine = create_engine(course.db_url)
+    try:
+        MARKERS.create(engine, checkfirst=True)
+        with engine.connect() as connection:
+            rows = connection.execute(select(MARKERS.c.student, MARKERS.c.digest).where(
+                MARKERS.c.assignment == assignment))
+            return {student: digest for student, digest in rows}
+    finally:
+        engine.dispose()
+
+
+def _mark(gb, assignment: str, student: str, digest: str) -> None:
+    MARKERS.create(gb.db.connection(), checkfirst=True)  # in this transaction
+    gb.db.execute(delete(MARKERS).where((MARKERS.c.assignment == assignment)
+                                        & (MARKERS.c.student == student)))
+    gb.db.execute(MARKERS.insert().values(assignment=assignment, student=student, digest=digest,
+                                          graded_at=datetime.now(UTC).replace(tzinfo=None)))
+
+
+def cells(db_url: str, assignment: str, course_id: str = "default_course"
+          ) -> dict[str, dict[str, float]] | None:
+    """The graded cells of ``assignment`` in the gradebook at ``db_url``: notebook -> cell ->
+    points (None when the gradebook does not know the assignment)."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with warnings.catch_warnings(), Gradebook(db_url, course_id=course_id) as gb:
+        warnings.simplefilter("ignore")
+        try:
+            found = gb.find_assignment(assignment)
+        except MissingEntry:
+            return None
+        return {nb.name: {cell.name: cell.max_score for cell in nb.grade_cells}
+                for nb in found.notebooks}
+
+
+def register(course: Course, assignment: str, expected: dict[str, dict[str, float]]) -> None:
+    """Make sure the course's gradebook knows ``assignment`` with the graded cells
+    ``expected`` (what grading source/ now gives). A gradebook that does not know it yet gets
+    it, as ``autograd-course release`` would do; one that knows other cells or points is an
+    error: source/ changed after the release, and grades would not fit."""
+    from autograd_course.grading.release import prepare
+
+    known = cells(course.db_url, assignment, course.course_id)
+    if known is None:
+        with tempfile.TemporaryDirectory(prefix="autograd-course-register-") as tmp:
+            prepare(Path(tmp), course, [assignment], db_url=course.db_url)
+    elif known != expected:
+        raise CourseError(
+            f"the gradebook's {assignment} has other graded cells than "
+            f"source/{assignment} now (source/ changed after the release?): run "
+            f"`autograd-course release {assignment}` to update it, then grade again")
+
+
+def _replace_folder(folder: Path, files: dict[str, bytes]) -> None:
+    if folder.exists():
+        shutil.rmtree(folder)
+    write_files(folder, files)
+
+
+class Writer:
+    """The main process's connection to the course's gradebook for one grading run (opened
+    once: a PostgreSQL connection and SQLAlchemy's compiled queries are reused)."""
+
+    def __init__(self, course: Course):
+        self.course = course
+        self.gb = None
+
+    def __enter__(self) -> Writer:
+        self.gb = self.course.gradebook()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.gb.close()
+
+    def _submission(self, student: str, assignment: str, timestamp: str | None = None):
+        self.gb.update_or_create_student(student)
+        extra = {"timestamp": datetime.fromisoformat(timestamp)} if timestamp else {}
+        return self.gb.update_or_create_submission(assignment, student, **extra)
+
+    def merge(self, outcome: Outcome) -> None:
+        """Put one graded submission into the course: its files, then its grades, comments
+        and marker in one transaction."""
+        student, assignment = outcome.submission.student, outcome.submission.assignment
+        course = self.course
+        _replace_folder(course.directory("autograded", student, assignment), outcome.autograded)
+        _replace_folder(course.directory("feedback", student, assignment), outcome.feedback)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SQLAlchemy's notes on nbgrader's own queries
+            submission = self._submission(student, assignment, outcome.timestamp)
+            grades = {(nb.name, g.name): g for nb in submission.notebooks for g in nb.grades}
+            comments = {(nb.name, c.name): c for nb in submission.notebooks for c in nb.comments}
+            for item in outcome.grades:
+                grade = grades[item["notebook"], item["cell"]]
+                grade.auto_score = item["auto_score"]
+                grade.needs_manual_grade = bool(item["needs_manual_grade"]
+                                                or grade.manual_score is not None)
+            for item in outcome.comments:
+                comment = comments.get((item["notebook"], item["cell"]))
+                if comment is not None:
+                    comment.auto_comment = item["auto_comment"]
+            _mark(self.gb, assignment, student, outcome.digest)
+            self.gb.db.commit()
+
+    def record_failure(self, outcome: Outcome, reason: str) -> None:
+        """Give a submission that could not be graded 0 points and a grade record saying why.
+
+        It is marked as graded: a submission that keeps killing its workers is not retried
+        by the next run unless its files change, or ``--force``.
+        """
+        student, assignment = outcome.submission.student, outcome.submission.assignment
+        folder = self.course.directory("autograded", student, assignment)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            submission = self._submission(student, assignment)
+            for notebook in submission.notebooks:
+                questions = []
+                for grade in notebook.grades:
+                    grade.auto_score = 0
+                    grade.needs_manual_grade = grade.manual_score is not None
+                    questions.append(dict(question=grade.name, points=grade.max_score, score=0,
+                                          passed=False, message=f"NotGraded: {reason}",
+                                          diagnosis="not_graded"))
+                record.GradeRecord(student=student, assignment=assignment,
+                                   notebook=notebook.name, questions=questions, failure=reason
+                                   ).write(folder / f"{notebook.name}{record.SUFFIX}")
+            _mark(self.gb, assignment, student, outcome.digest)
+            self.gb.db.commit()
+
+
+def export_grades(course: Course, dest: Path) -> None:
+    """Write the gradebook's grades to ``dest`` as ``nbgrader export`` does (its CSV plugin)."""
+    from nbgrader.plugins import CsvExportPlugin
+
+    plugin = CsvExportPlugin()
+    plugin.to = str(dest)
+    with warnings.catch_warnings(), course.gradebook() as gb:
+        warnings.simplefilter("ignore")
+        plugin.export(gb)
+
+
+def _lock_key(course: Course) -> int:
+    digest = hashlib.sha256(f"autograd-course grading {course.course_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+@contextlib.contextmanager
+def exclusive(course: Course, wait_message=None) -> Iterator[None]:
+    """Hold the gradebook's grading lock: a second run waits here until the first ends.
+
+    ``wait_message()`` is called once when the lock is held by another run.
+    """
+    if course.db_url.startswith("postgresql"):
+        engine = create_engine(course.db_url)
+        try:
+            with engine.connect() as connection:
+                key = _lock_key(course)
+                if not connection.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": key}
+                                          ).scalar():
+                    if wait_message:
+                        wait_message()
+                    connection.execute(text("SELECT pg_advisory_lock(:k)"), {"k": key})
+                try:
+                    yield
+                finally:
+                    connection.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": key})
+        finally:
+            engine.dispose()
+        return
+    sqlite = course.sqlite_path()
+    lock_path = (sqlite.parent / f"{sqlite.name}.lock") if sqlite else course.root / ".grading.lock"
+    if sys.platform == "win32":  # no flock: a single grading run at a time is up to you
+        yield
+        return
+    import fcntl
+
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if wait_message:
+                wait_message()
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -1,0 +1,93 @@
+"""The student versions: the one way the course makes them, with nbgrader.
+
+:func:`prepare` runs nbgrader's ``generate_assignment`` in a course of its own (a folder
+with the config and a copy of ``source/``): it writes ``release/NAME`` and puts the
+assignment into a gradebook (the folder's own SQLite file, or the ``db_url`` given). Everything
+that needs student versions goes through it:
+
+- :func:`generate` writes ``release/`` and never touches the course's gradebook (what the test
+  that compares ``release/`` with nbgrader's output, and a maintainer after editing
+  ``source/``, run);
+- :func:`release` (``autograd-course release``) writes ``release/`` and registers the
+  assignments in the course's gradebook, whatever its ``db_url``, as
+  ``nbgrader generate_assignment`` in the course root would;
+- the self-check and the grading workers keep a prepared course as it is (config, source,
+  release and a gradebook that knows the assignment).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+
+from autograd_course.grading.course import CONFIG_FILE, Course
+
+_IGNORE = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "*.pyc", "gradebook.db")
+
+
+class ReleaseError(RuntimeError):
+    """nbgrader could not generate an assignment (its message says why)."""
+
+
+def prepare(dest: Path, source: Course, names: Iterable[str], *,
+            db_url: str | None = None, config_text: str | None = None) -> Path:
+    """Make a course in ``dest``: ``source``'s config (or ``config_text``), a copy of the
+    assignments ``names`` from its source folder, and nbgrader's generate_assignment of each,
+    into ``dest``'s gradebook (or ``db_url``). Returns ``dest``."""
+    from nbgrader.apps import NbGraderAPI
+
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    text = config_text if config_text is not None else (source.root / CONFIG_FILE).read_text()
+    (dest / CONFIG_FILE).write_text(text)
+    overrides = {"CourseDirectory": {"db_url": db_url}} if db_url else {}
+    work = Course.load_config(dest, **overrides)
+    names = list(names)
+    for name in names:
+        origin, target = source.directory("source", ".", name), work.directory("source", ".", name)
+        if origin != target:
+            shutil.copytree(origin, target, ignore=_IGNORE, dirs_exist_ok=True)
+    api = NbGraderAPI(config=work.config)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SQLAlchemy's notes on nbgrader's own queries
+        for name in names:
+            result = api.generate_assignment(name, force=True)
+            if not result.get("success"):
+                lines = (result.get("error") or result.get("log") or "").strip().splitlines()
+                raise ReleaseError(f"nbgrader generate_assignment {name} failed: "
+                                   + (lines[-1] if lines else "no message"))
+    return dest
+
+
+def _copy_release(work: Path, names: list[str], dest: Path) -> None:
+    release = Course.load_config(work).directory("release")
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        if (dest / name).exists():
+            shutil.rmtree(dest / name)
+        shutil.copytree(release / name, dest / name, ignore=_IGNORE)
+
+
+def generate(root: str | Path, names: Iterable[str] | None = None,
+             dest: str | Path | None = None) -> Path:
+    """Write the student versions of ``names`` (default: every assignment of source/) into
+    ``dest`` (default: the course's release/), leaving the course's gradebook alone."""
+    course = Course.load(root)
+    names = course.check_assignments(list(names or []))
+    dest = Path(dest) if dest is not None else course.directory("release")
+    with tempfile.TemporaryDirectory(prefix="autograd-course-release-") as tmp:
+        _copy_release(prepare(Path(tmp), course, names), names, dest)
+    return dest
+
+
+def release(course: Course, names: Iterable[str]) -> list[str]:
+    """``autograd-course release``: write release/ and put the assignments into the course's
+    gradebook (created if needed), as ``nbgrader generate_assignment`` in the root would."""
+    names = course.check_assignments(list(names))
+    with tempfile.TemporaryDirectory(prefix="autograd-course-release-") as tmp:
+        work = prepare(Path(tmp), course, names, db_url=course.db_url)
+        _copy_release(work, names, course.directory("release"))
+    return names

@@ -1,0 +1,189 @@
+"""Grading a class: worker processes on this machine, or tasks on a Dask cluster.
+
+:func:`grade_class` is what ``autograd-course grade`` runs. It holds the gradebook's grading
+lock (a second run waits, :func:`.gradebook.exclusive`), skips the submissions already graded
+whose files have not changed (unless ``force``), and grades the rest as :mod:`.tasks`: each
+assignment's :class:`~.tasks.Bundle` goes to every worker once, each submission's files go
+with its task, and each result is merged into the course as it arrives
+(:meth:`.gradebook.Writer.merge`), in the main process only, so any gradebook URL works and
+workers share no files with it.
+
+- **Local processes** (the default): a pool of ``jobs`` processes started with
+  ``forkserver`` (``spawn`` where there is none), which preloads the grader and torch once. A
+  submission that kills its worker (the OOM killer, a signal) breaks the pool: the others are
+  graded again, each alone, and one that kills its worker again gets 0 and a reason.
+- **A Dask cluster** (``scheduler="tcp://host:port"``): each submission is a task. Dask grades a
+  task whose worker died on another worker; one that has killed too many workers
+  (``KilledWorker``) gets 0 and a reason. Workers need the course's environment (this package,
+  nbgrader, torch) and bubblewrap, nothing else: no shared file system.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import tempfile
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograd_course.grading import gradebook, tasks
+from autograd_course.grading.course import Course, Submission
+from autograd_course.grading.release import prepare
+from autograd_course.grading.tasks import Bundle, Outcome, Task
+
+KILLED = "the grading worker was killed while grading this submission (a signal, or out of memory)"
+
+
+@dataclass
+class Summary:
+    """What a grading run did."""
+
+    outcomes: list[Outcome] = field(default_factory=list)
+    skipped: list[Submission] = field(default_factory=list)  # graded before, unchanged
+
+
+def bundles_for(course: Course, assignments: list[str], settings: dict) -> dict[str, Bundle]:
+    """Each assignment's prepared course, packed, with the grading settings workers need.
+
+    Each bundle has a SQLite gradebook of its own. The course's gradebook must know the
+    assignment as this source/ defines it: one that does not know it yet gets it
+    (as ``autograd-course release`` would do); one that knows other graded cells is refused
+    (source/ changed since the release).
+    """
+    settings = {"secret": course.secret(), "hide_paths": [str(course.root)], **settings}
+    found = {}
+    with tempfile.TemporaryDirectory(prefix="autograd-course-bundle-") as tmp:
+        for name in assignments:
+            folder = Path(tmp) / name
+            prepare(folder, course, [name], db_url=tasks.sqlite_url(folder))
+            gradebook.register(course, name, gradebook.cells(tasks.sqlite_url(folder), name,
+                                                             course.course_id))
+            found[name] = Bundle(name, tasks.pack(folder), settings)
+    return found
+
+
+def grade_class(course: Course, submissions: list[Submission], *, jobs: int = 1,
+                scheduler: str | None = None, force: bool = False,
+                on_done: Callable[[Outcome, int, int], None] | None = None,
+                on_wait: Callable[[], None] | None = None,
+                settings: dict | None = None) -> Summary:
+    """Grade ``submissions`` (skipping the unchanged graded ones unless ``force``); merge
+    each into the course as it comes. ``on_done(outcome, done, total)`` after each merge."""
+    summary = Summary()
+    with gradebook.exclusive(course, on_wait):
+        todo = []
+        marks = {a: gradebook.graded(course, a) for a in {s.assignment for s in submissions}}
+        for submission in submissions:
+            task = tasks.make_task(course, submission)
+            if not force and marks[submission.assignment].get(submission.student) == task.digest:
+                summary.skipped.append(submission)
+            else:
+                todo.append(task)
+        if not todo:
+            return summary
+        bundles = bundles_for(course, sorted({t.submission.assignment for t in todo}),
+                              settings or {})
+        results = (_on_cluster(todo, bundles, scheduler) if scheduler
+                   else _on_this_machine(todo, bundles, jobs))
+        with gradebook.Writer(course) as writer:
+            for outcome in results:
+                if outcome.ok:
+                    writer.merge(outcome)
+                else:
+                    reason = (outcome.error.strip().splitlines()
+                              or ["it could not be graded"])[-1]
+                    writer.record_failure(outcome, reason)
+                summary.outcomes.append(outcome)
+                if on_done:
+                    on_done(outcome, len(summary.outcomes), len(todo))
+    order = {s: i for i, s in enumerate(submissions)}
+    summary.outcomes.sort(key=lambda o: order[o.submission])
+    return summary
+
+
+# -- worker processes on this machine ----------------------------------------------------
+_bundles: dict[str, Bundle] = {}
+
+
+def _start(bundles: dict[str, Bundle]) -> None:
+    _bundles.update(bundles)
+
+
+def _grade_here(task: Task) -> Outcome:
+    return tasks.grade(task, _bundles[task.submission.assignment])
+
+
+def _context():
+    methods = multiprocessing.get_all_start_methods()
+    if "forkserver" in methods:
+        context = multiprocessing.get_context("forkserver")
+        # The server imports the grader (and with the judge, torch) once; workers fork from it.
+        context.set_forkserver_preload(["autograd_course.grading.tasks",
+                                        "autograd_course.grading.judge"])
+        return context
+    return multiprocessing.get_context("spawn")
+
+
+def _pool_run(todo: list[Task], bundles: dict[str, Bundle], jobs: int,
+              broken: list[Task]) -> Iterator[Outcome]:
+    with ProcessPoolExecutor(max_workers=max(1, min(jobs, len(todo))), mp_context=_context(),
+                             initializer=_start, initargs=(bundles,)) as pool:
+        futures = {pool.submit(_grade_here, task): task for task in todo}
+        for future in as_completed(futures):
+            try:
+                yield future.result()
+            except BrokenProcessPool:
+                broken.append(futures[future])
+
+
+def _on_this_machine(todo: list[Task], bundles: dict[str, Bundle], jobs: int
+                     ) -> Iterator[Outcome]:
+    broken: list[Task] = []
+    yield from _pool_run(todo, bundles, jobs, broken)
+    for task in broken:  # the pool broke: again, each alone
+        again: list[Task] = []
+        yield from _pool_run([task], bundles, 1, again)
+        for left in again:
+            yield Outcome(left.submission, False, left.digest, error=KILLED)
+
+
+# -- a Dask cluster ---------------------------------------------------------------------------
+def _on_cluster(todo: list[Task], bundles: dict[str, Bundle], scheduler: str
+                ) -> Iterator[Outcome]:
+    from distributed import Client
+    from distributed import as_completed as dask_completed
+    from distributed.scheduler import KilledWorker
+
+    with Client(scheduler, timeout=60) as client:
+        shipped = {name: client.scatter(bundle, broadcast=True, hash=False)
+                   for name, bundle in bundles.items()}
+        futures = {}
+        for task in todo:
+            s = task.submission
+            key = f"grade-{s.assignment}-{s.student}-{task.digest[:12]}"
+            futures[client.submit(tasks.grade, task, shipped[s.assignment], key=key,
+                                  pure=False)] = task
+        for future in dask_completed(futures):
+            task = futures[future]
+            try:
+                yield future.result()
+            except KilledWorker:
+                yield Outcome(task.submission, False, task.digest,
+                              error="KilledWorker: grading this submission killed its Dask "
+                              "worker every time it was tried")
+            except Exception as exc:  # noqa: BLE001 - the task failed on the cluster
+                yield Outcome(task.submission, False, task.digest,
+                              error=f"{type(exc).__name__}: {exc}")
+
+
+def records_of(course: Course, submissions: list[Submission]):
+    """The grade records of ``submissions`` (one per notebook), read from autograded/."""
+    from autograd_course.grading.record import SUFFIX, GradeRecord
+
+    found = []
+    for s in submissions:
+        folder = course.directory("autograded", s.student, s.assignment)
+        found.extend(GradeRecord.read(p) for p in sorted(folder.glob(f"*{SUFFIX}")))
+    return found

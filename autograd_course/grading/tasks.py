@@ -1,0 +1,179 @@
+"""Grading one submission, as a task that needs nothing but what travels with it.
+
+A task runs in a worker process, on this machine or on a Dask worker elsewhere, with no
+shared file system. What it needs travels with it:
+
+- the :class:`Bundle` of its assignment: a prepared course (config, source, release and a
+  gradebook that knows the assignment, made by :func:`.release.prepare`) as one archive, with
+  the grading settings (the course's secret, limits). A worker unpacks a bundle once and
+  grades every submission of that assignment in it;
+- the :class:`Task`: the submission's files, as bytes.
+
+:func:`grade` runs nbgrader's own Autograde and GenerateFeedback on the submission in the
+worker's copy of the course (the course's config: the judge and the sandbox), and returns an
+:class:`Outcome` with everything the course needs back, as data: the grades and comments from
+the worker's gradebook, the autograded folder, the feedback and the grade records, as bytes.
+Only the main process writes the course's gradebook and files (:mod:`.gradebook`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shutil
+import tarfile
+import tempfile
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograd_course.grading.course import Course, Submission, tools_on_path
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """A prepared course for one assignment, as it travels to workers."""
+
+    assignment: str
+    archive: bytes  # a tar.gz of the prepared course
+    settings: dict  # JudgedExecute settings: secret, limits, folders to hide
+
+    @property
+    def key(self) -> str:
+        return hashlib.sha256(self.archive).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Task:
+    """One submission to grade: who, which assignment, and its files (relative path -> bytes)."""
+
+    submission: Submission
+    files: dict[str, bytes]
+    digest: str  # of the files: a regrade is needed when it changes
+
+
+@dataclass
+class Outcome:
+    """What grading one submission gave: the grades and files to merge, or why it could not."""
+
+    submission: Submission
+    ok: bool
+    digest: str = ""
+    timestamp: str | None = None
+    grades: list[dict] = field(default_factory=list)
+    comments: list[dict] = field(default_factory=list)
+    autograded: dict[str, bytes] = field(default_factory=dict)
+    feedback: dict[str, bytes] = field(default_factory=dict)
+    error: str = ""
+
+
+def pack(folder: Path) -> bytes:
+    """A folder as a tar.gz archive (relative names, no links)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and not path.is_symlink():
+                tar.add(path, arcname=str(path.relative_to(folder)))
+    return buffer.getvalue()
+
+
+def read_files(folder: Path) -> dict[str, bytes]:
+    """Every regular file under ``folder``, by relative path (links are left out)."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and not p.is_symlink()}
+
+
+def digest_of(files: dict[str, bytes]) -> str:
+    """A fingerprint of a submission's files: it changes when any file does."""
+    digest = hashlib.sha256()
+    for name in sorted(files):
+        digest.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
+    return digest.hexdigest()
+
+
+def make_task(course: Course, submission: Submission) -> Task:
+    files = read_files(course.directory("submitted", submission.student, submission.assignment))
+    return Task(submission, files, digest_of(files))
+
+
+def sqlite_url(folder: Path) -> str:
+    """The URL of the SQLite gradebook in ``folder`` (a prepared course's own)."""
+    return f"sqlite:///{Path(folder).resolve() / 'gradebook.db'}"
+
+
+def write_files(folder: Path, files: dict[str, bytes]) -> None:
+    """Write ``files`` under ``folder``, refusing a name that would leave it."""
+    folder = folder.resolve()
+    for name, data in files.items():
+        target = (folder / name).resolve()
+        if folder not in target.parents:
+            raise ValueError(f"refusing to write {name!r} outside {folder}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+
+# -- the worker side -----------------------------------------------------------------------
+_unpacked: dict[str, tuple[Path, object]] = {}  # bundle key -> (course folder, NbGraderAPI)
+
+
+def _course_of(bundle: Bundle):
+    """The worker's copy of the bundle's course, unpacked once per process."""
+    if bundle.key not in _unpacked:
+        from nbgrader.apps import NbGraderAPI
+
+        tools_on_path()
+        warnings.simplefilter("ignore")  # nbgrader's SQLAlchemy notes; kernels' own chatter
+        folder = Path(tempfile.mkdtemp(prefix=f"autograd-course-{bundle.assignment}-"))
+        with tarfile.open(fileobj=io.BytesIO(bundle.archive), mode="r:gz") as tar:
+            tar.extractall(folder, filter="data")
+        # the bundle's own gradebook, whatever the course's db_url: workers never write to it
+        course = Course.load(folder, JudgedExecute=bundle.settings,
+                             CourseDirectory={"db_url": sqlite_url(folder)})
+        _unpacked[bundle.key] = (folder, NbGraderAPI(config=course.config))
+    return _unpacked[bundle.key]
+
+
+def grade(task: Task, bundle: Bundle) -> Outcome:
+    """Autograde and give feedback on one submission in this worker's copy of the course."""
+    folder, api = _course_of(bundle)
+    student, assignment = task.submission.student, task.submission.assignment
+    for step in ("submitted", "autograded", "feedback"):
+        shutil.rmtree(folder / step / student, ignore_errors=True)
+    write_files(folder / "submitted" / student / assignment, task.files)
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        result = api.autograde(assignment, student, force=True, create=True)
+        if result.get("success"):
+            feedback = api.generate_feedback(assignment, student, force=True)
+            if not feedback.get("success"):
+                result = dict(feedback, success=False)
+    except Exception as exc:  # nbgrader itself failed on this submission
+        result = {"success": False, "error": repr(exc)}
+    finally:
+        os.chdir(cwd)
+    outcome = Outcome(task.submission, bool(result.get("success")), task.digest)
+    if not outcome.ok:
+        outcome.error = (result.get("error") or result.get("log") or "")[-2000:]
+        return outcome
+    _read_grades(api, outcome)
+    outcome.autograded = read_files(folder / "autograded" / student / assignment)
+    outcome.feedback = read_files(folder / "feedback" / student / assignment)
+    return outcome
+
+
+def _read_grades(api, outcome: Outcome) -> None:
+    student, assignment = outcome.submission.student, outcome.submission.assignment
+    with api.gradebook as gb:
+        submission = gb.find_submission(assignment, student)
+        outcome.timestamp = submission.timestamp.isoformat() if submission.timestamp else None
+        for notebook in submission.notebooks:
+            for grade in notebook.grades:
+                outcome.grades.append(dict(notebook=notebook.name, cell=grade.name,
+                                           auto_score=grade.auto_score,
+                                           needs_manual_grade=grade.needs_manual_grade))
+            for comment in notebook.comments:
+                outcome.comments.append(dict(notebook=notebook.name, cell=comment.name,
+                                             auto_comment=comment.auto_comment))
+
