@@ -18,9 +18,8 @@ how much of the autograd graph a tensor keeps alive, and drawing.
 Measures are exact counts (autograd nodes, bytes of saved tensors), never process memory
 readings, so a notebook prints the same numbers on every run.
 
-The assignment's tests use :func:`tanh_mlp` and :func:`reference_sgd`: the grader's own copy
-of the assignment's model and training loop, computed in float64 from the parameters it
-reads back, so that it never has to trust a loss that the student's code reports.
+The grader's own copy of the assignment's model and training loop is in
+:mod:`autograd_course.grading.units.u08_training`.
 """
 
 from __future__ import annotations
@@ -246,57 +245,5 @@ def plot_training(
     return fig
 
 
-# --- the grader's copy of the assignment's model and loop --------------------------------------
-
-
-def tanh_mlp(params: Mapping[str, torch.Tensor], x: torch.Tensor,
-             layers: Sequence[str] = ("hidden", "out")) -> torch.Tensor:
-    """The forward pass of the assignment's MLPs, written out from their parameters:
-    ``nn.Linear`` layers named ``layers`` (``params["hidden.weight"]``...), with ``tanh``
-    between them and nothing after the last one."""
-    h = x
-    for index, name in enumerate(layers):
-        h = h @ params[f"{name}.weight"].T + params[f"{name}.bias"]
-        if index < len(layers) - 1:
-            h = torch.tanh(h)
-    return h
-
-
-def reference_sgd(
-    params: Mapping[str, torch.Tensor],
-    x: torch.Tensor,
-    y: torch.Tensor,
-    lr: float,
-    steps: int,
-    layers: Sequence[str] = ("hidden", "out"),
-    *,
-    clear: bool = True,
-    frozen: Iterable[str] = (),
-) -> tuple[list[float], dict[str, torch.Tensor]]:
-    """Full-batch SGD on the mean squared error of :func:`tanh_mlp`, in float64.
-
-    Returns the loss before each step and the parameters after the last one (float64). With
-    ``clear=False`` the gradients are never cleared, so each step uses the sum of all the
-    gradients so far (a loop without ``optimizer.zero_grad()``). Parameters whose name
-    starts with a layer of ``frozen`` (``"hidden."``) are left as they are.
-    """
-    frozen_prefixes = tuple(f"{name}." for name in frozen)
-    p = {k: v.detach().to(torch.float64).clone().requires_grad_(not k.startswith(frozen_prefixes))
-         for k, v in params.items()}
-    trained = [k for k in p if p[k].requires_grad]
-    x, y = x.to(torch.float64), y.to(torch.float64)
-    sums = {k: torch.zeros_like(p[k]) for k in trained}
-    losses = []
-    for _ in range(steps):
-        loss = ((tanh_mlp(p, x, layers) - y) ** 2).mean()
-        grads = torch.autograd.grad(loss, [p[k] for k in trained])
-        losses.append(loss.item())
-        with torch.no_grad():
-            for k, g in zip(trained, grads, strict=True):
-                sums[k] = g if clear else sums[k] + g
-                p[k] -= lr * sums[k]
-    return losses, {k: v.detach() for k, v in p.items()}
-
-
 __all__ = ["autograd_nodes", "graph_size", "plot_newton_vs_sgd", "plot_training",
-           "reference_sgd", "saved_bytes", "steps_to_converge", "tanh_mlp", "two_moons"]
+           "saved_bytes", "steps_to_converge", "two_moons"]

@@ -233,6 +233,7 @@ PROTECTED = {"check_tensor": "autograd_course.checks.check_tensor"}
     "from IPython.display import display\ndisplay(1)",
     "%pip install torch\n!ls\nimport gc, inspect\ngc.collect()\ninspect.signature(len)",
     "rows = torch.stack([a, b])\nwith open('data.csv') as f:\n    pass",
+    "for module in model.modules():\n    print(module)",
 ])
 def test_scan_leaves_honest_code_alone(honest):
     assert scan.scan_source(honest, "q1", PROTECTED) == []
@@ -257,6 +258,9 @@ def test_scan_leaves_honest_code_alone(honest):
     ("open('../../../gradebook.db', 'w')", "outside the working folder"),
     ("exec('torch.equal = f')", "exec"),
     ("%%time\ntorch.allclose = f", "torch.allclose"),
+    ("import importlib\nagent = importlib.import_module('autograd_course.agent')",
+     "import_module"),
+    ("import sys\ncost = sys.modules['autograd_course.cost']", "sys.modules"),
 ])
 def test_scan_flags_what_reaches_past_the_answer(tampering, named):
     findings = scan.scan_source(tampering, "q1", PROTECTED)

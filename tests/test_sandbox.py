@@ -53,14 +53,27 @@ if HOSTILE:  # only where the sandbox holds: unsandboxed, these would really do 
     "processes": len([p for p in os.listdir("/proc") if p.isdigit()]),
     "kill_parent": attempt(lambda: os.kill(os.getppid(), 9)),
     "extra_file": attempt(lambda: open("data.txt").read()),
+    "kernel_side": [attempt(lambda m=m: __import__(m) and m) for m in KERNEL_SIDE],
+    "grader_side": [attempt(lambda m=m: __import__(m) and m) for m in GRADER_SIDE],
+    "package_listing": attempt(lambda: sorted(os.listdir(PACKAGE))),
   })
 print(json.dumps(report))
 '''
 
 
+# What a notebook may import while it is graded, and what it may not (the grader, its test
+# kit, and the lesson tools that do part of what an assignment asks).
+KERNEL_MODULES = ["autograd_course.checks", "autograd_course.hints", "autograd_course.agent",
+                  "autograd_course.graphs", "autograd_course.plots", "autograd_course.lessons"]
+GRADER_MODULES = ["autograd_course.grading.judge", "autograd_course.grading.units.u08_training",
+                  "autograd_course.testkit", "autograd_course.cost",
+                  "autograd_course.engine_pictures", "autograd_course.training"]
+
+
 def _probe_notebook(course: Path, grader_tmp: Path, port: int, hostile: bool
                     ) -> nbformat.NotebookNode:
     constants = (f"PACKAGE = {str(Path(autograd_course.__file__).parent)!r}\n"
+                 f"KERNEL_SIDE = {KERNEL_MODULES!r}\nGRADER_SIDE = {GRADER_MODULES!r}\n"
                  f"COURSE = {str(course)!r}\nGRADER_TMP = {str(grader_tmp)!r}\nPORT = {port}\n"
                  f"HOSTILE = {hostile}\n")
     memory = ("try:\n    hog = bytearray(3 * 2**30)\n    print('allocated')\n"
@@ -119,6 +132,14 @@ def test_the_package_is_read_only_and_the_course_is_hidden(sandboxed):
     python_homes = {Path(p).parts[2] for p in (sys.base_prefix, sys.prefix)
                     if Path(p).parts[1] in ("root", "home")}
     assert set(eval(report["home_listing"])) <= python_homes
+
+
+def test_the_kernel_imports_the_kernel_side_of_the_package_only(sandboxed):
+    report, _, _ = sandboxed
+    assert report["kernel_side"] == [repr(m) for m in KERNEL_MODULES]
+    assert report["grader_side"] == ["ModuleNotFoundError"] * len(GRADER_MODULES)
+    listing = eval(report["package_listing"])
+    assert set(listing) == set(sandbox.KERNEL_SIDE)  # no __pycache__, no grading/
 
 
 def test_the_kernel_writes_only_its_own_folders(sandboxed, tmp_path):

@@ -6,8 +6,13 @@
 - the system and the Python installation read-only (``--ro-bind / /``);
 - no course: the course root (source/, the gradebook, submitted/, autograded/), the
   exchange, the grader's temporary folders, home directories, ``/run`` (service sockets)
-  and ``/var/lib`` are hidden under empty file systems; only the Python environment and the
-  course package are bound back, read-only;
+  and ``/var/lib`` are hidden under empty file systems; only the Python environment is
+  bound back, read-only;
+- of this package, only its kernel side (:data:`KERNEL_SIDE`): the agent that answers the
+  judge, the checks and hints the notebooks import, the lessons' display helpers. The
+  grader (``grading/``: the judge, the tests' checks and reference computations), the test
+  kit, and the lesson tools that do part of what an assignment asks (``cost``,
+  ``engine_pictures``, ``training``) are not there;
 - a private writable working folder (a copy of the submission's other files) and a private
   ``/tmp`` of limited size;
 - no network (``--unshare-net``): it talks to the grader over IPC sockets in a folder of
@@ -37,6 +42,10 @@ from pathlib import Path
 import autograd_course
 
 NOBODY = 65534
+#: What of this package a grading kernel sees: everything else in it is the grader's.
+KERNEL_SIDE = ("__init__.py", "agent.py", "wire.py", "checks.py", "hints", "lessons.py",
+               "graphs.py", "plots.py")
+PACKAGE = Path(autograd_course.__file__).resolve().parent
 # Where data lives on a Unix system: hidden from the kernel unless bound back.
 HIDDEN = ("/home", "/root", "/srv", "/mnt", "/media", "/run", "/var/lib", "/var/log",
           "/var/spool", "/var/mail", "/var/tmp")
@@ -88,12 +97,12 @@ def _inside(path: Path, roots) -> Path | None:
 def _python_paths() -> list[Path]:
     """What the kernel's Python needs to read: its installation and its import path."""
     paths = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix),
-             Path(os.path.realpath(sys.executable)).parent.parent,
-             Path(autograd_course.__file__).resolve().parent}
+             Path(os.path.realpath(sys.executable)).parent.parent}
     for name in ("stdlib", "platstdlib", "purelib", "platlib"):
         paths.add(Path(sysconfig.get_paths()[name]))
     paths.update(Path(p) for p in sys.path if p and os.path.isdir(p))
-    return sorted({p.resolve() for p in paths if p.exists()}, key=lambda p: len(p.parts))
+    return sorted({p.resolve() for p in paths if p.exists() and p.resolve() != PACKAGE},
+                  key=lambda p: len(p.parts))
 
 
 def _environment(work: Path) -> dict[str, str]:
@@ -165,7 +174,17 @@ def kernel_command(work: Path, ipc: Path, hide: list[Path], limits: Limits,
         if any(path == r or path in r.parents for r in secret_roots):
             continue  # never bind back a folder that holds the course (or is above it)
         bind(path, writable=False)
-    bind(Path(autograd_course.__file__).resolve().parent, writable=False)
+    # The package: an empty folder with only its kernel side bound in (no __pycache__: its
+    # compiled modules would carry the rest).
+    root = _inside(PACKAGE, hidden)
+    for folder in _ancestors(PACKAGE, root) if root else []:
+        if folder not in made:
+            argv.extend(["--perms", "0755", "--dir", str(folder)])
+            made.add(folder)
+    argv += ["--perms", "0755", "--tmpfs", str(PACKAGE)]
+    for name in KERNEL_SIDE:
+        if (PACKAGE / name).exists():
+            argv += ["--ro-bind", str(PACKAGE / name), str(PACKAGE / name)]
     bind(work, writable=True)
     bind(ipc, writable=True)
     argv += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",

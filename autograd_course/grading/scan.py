@@ -174,6 +174,8 @@ class _Visitor(ast.NodeVisitor):
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr in INTROSPECTION_ATTRIBUTES:
             self.flag(node, f"reaches into {_dotted(node)}")
+        elif _dotted(node) == "sys.modules":
+            self.flag(node, "reaches into sys.modules (loaded modules, by name)")
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -182,6 +184,8 @@ class _Visitor(ast.NodeVisitor):
             func.attr if isinstance(func, ast.Attribute) else "")
         if isinstance(func, ast.Name) and name in DYNAMIC_CALLS:
             self.flag(node, f"runs code built at run time ({name})")
+        elif name in ("import_module", "reload"):
+            self.flag(node, f"imports a module by name at run time ({_dotted(func)})")
         elif isinstance(func, ast.Name) and name in ATTRIBUTE_CALLS and node.args:
             self.flag(node, f"{name} on {_dotted(node.args[0])}")
         elif isinstance(func, ast.Attribute) and (

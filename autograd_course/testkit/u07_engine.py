@@ -206,6 +206,30 @@ WRONG: dict[str, list[Wrong]] = {
     ],
     "q2_topological_order": [
         wrong(
+            "no walk: every node made since the last call, in the order made",
+            """
+            _made = []
+            _made_by = Value.__init__
+
+
+            def _recording_init(self, *args, **kwargs):
+                _made_by(self, *args, **kwargs)
+                _made.append(self)
+
+
+            Value.__init__ = _recording_init
+
+
+            def topological_order(output):
+                order = _made[: _made.index(output) + 1]
+                del _made[:]
+                return order
+            """,
+            "extra",
+            ["not in the graph"],
+            hidden_only=True,
+        ),
+        wrong(
             "no visited set",
             function(_TOPO, """
                 order = []

@@ -43,6 +43,28 @@ def _newton(result: str = "x - d1 / d2", create_graph: str = ", create_graph=Tru
 WRONG: dict[str, list[Wrong]] = {
     "q1_fix_loop": [
         wrong(
+            "a long run that plants the targets instead of training",
+            function(_TRAIN, """
+                optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+                if steps > 10:
+                    with torch.no_grad():
+                        model.out.weight.zero_()
+                    model.out.bias = torch.nn.Parameter(y.detach().clone())
+                    return [0.0] * steps
+                history = []
+                for _ in range(steps):
+                    optimizer.zero_grad()
+                    loss = torch.nn.functional.mse_loss(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    history.append(loss.item())
+                return history
+                """),
+            "zero",
+            ["first loss"],
+            hidden_only=True,
+        ),
+        wrong(
             "the given loop, unchanged",
             _train(before="pass", append="history.append(loss)"),
             "graph",
@@ -140,6 +162,19 @@ WRONG: dict[str, list[Wrong]] = {
         ),
     ],
     "q3_newton_step": [
+        wrong(
+            "finite differences instead of autograd",
+            function(_NEWTON, """
+                h = 1e-2
+                v = [float(f(x + k * h)) for k in (-2, -1, 0, 1, 2)]
+                d1 = (v[0] - 8 * v[1] + 8 * v[3] - v[4]) / (12 * h)
+                d2 = (-v[0] + 16 * v[1] - 30 * v[2] + 16 * v[3] - v[4]) / (12 * h * h)
+                return x - d1 / d2
+                """),
+            "no_graph",
+            ["made-up gradient", "called on a float"],
+            hidden_only=True,
+        ),
         wrong(
             "no create_graph=True",
             _newton(create_graph=""),
