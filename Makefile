@@ -1,6 +1,6 @@
 # Two commands on a fresh machine with Python 3.11 and make:
 #   make lab    open the course in JupyterLab (with nbgrader's extensions)
-#   make test   run the whole test suite
+#   make test   run the whole test suite (make test-fast: the quick part of it)
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -8,8 +8,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LAB_ARGS ?= --no-browser
 PORT ?= 8888
+# pytest-xdist workers: the suite waits on kernels and services much of the time, so more
+# workers than cores pay; each test module stays on one worker (its fixtures are built once).
+PYTEST_JOBS ?= 4
+PYTEST := $(BIN)/python -m pytest -n $(PYTEST_JOBS) --dist loadscope
 
-.PHONY: lab test lint demo install debian-packages kernel clean-venv
+.PHONY: lab test test-fast lint demo install debian-packages kernel clean-venv
 
 install: $(STAMP)
 
@@ -56,7 +60,12 @@ lab: $(STAMP) debian-packages kernel
 
 test: $(STAMP) debian-packages
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(PYTEST) $(PYTEST_ARGS)
+
+# Everything but whole-class grading, the services and the lessons' re-execution.
+test-fast: $(STAMP) debian-packages
+	$(BIN)/ruff check .
+	$(PYTEST) -m "not (class_grading or services or lesson_run)" $(PYTEST_ARGS)
 
 # An instructor's dry run: a synthetic class graded end to end in a temporary course.
 demo: $(STAMP) debian-packages

@@ -3,6 +3,8 @@
 import os
 from pathlib import Path
 
+from autograd_course.grading import pipeline
+
 c = get_config()  # noqa: F821  (provided by nbgrader when it loads this file)
 
 # The course's identifier, used by the gradebook and the exchange.
@@ -41,27 +43,12 @@ c.LimitOutput.max_traceback = 30
 # --- Trusted autograding (autograd_course.grading; see the README's instructor section) ---
 # Read a file that is not a valid notebook as an empty submission, with a reason.
 c.Autograde.exporter_class = "autograd_course.grading.preprocessors.TolerantNotebookExporter"
-# Before running: put back deleted cells from release/ and note edited locked cells.
-c.Autograde.sanitize_preprocessors = [
-    "nbgrader.preprocessors.ClearOutput",
-    "nbgrader.preprocessors.DeduplicateIds",
-    "nbgrader.preprocessors.OverwriteKernelspec",
-    "autograd_course.grading.preprocessors.RepairSubmission",
-    "nbgrader.preprocessors.OverwriteCells",
-    "nbgrader.preprocessors.CheckCellMetadata",
-]
-# Run the student's cells in a sandboxed kernel and the test cells in the judge, outside it;
-# then save the judge's grades and write the grade record.
-c.Autograde.autograde_preprocessors = [
-    "autograd_course.grading.preprocessors.JudgedExecute",
-    "nbgrader.preprocessors.IgnorePattern",
-    "nbconvert.preprocessors.ClearMetadataPreprocessor",
-    "nbgrader.preprocessors.LimitOutput",
-    "nbgrader.preprocessors.SaveAutoGrades",
-    "nbgrader.preprocessors.AssignLatePenalties",
-    "nbgrader.preprocessors.CheckCellMetadata",
-    "autograd_course.grading.preprocessors.RecordResults",
-]
+# nbgrader's own pipelines with the course's changes (autograd_course/grading/pipeline.py):
+# before running, put back deleted locked cells from release/ and note edited ones; run the
+# student's cells in a sandboxed kernel and the test cells in the judge, outside it; then
+# save the judge's grades and write the grade record.
+c.Autograde.sanitize_preprocessors = pipeline.autograde_sanitizers()
+c.Autograde.autograde_preprocessors = pipeline.autograde_preprocessors()
 # Limits of a grading kernel: memory (MiB) and CPU seconds for the whole notebook.
 c.JudgedExecute.memory_limit_mb = 4096
 c.JudgedExecute.cpu_seconds = 1800
@@ -69,8 +56,4 @@ c.JudgedExecute.cpu_seconds = 1800
 # run, grading goes on unsandboxed and says so in every record, unless this is True.
 c.JudgedExecute.require_sandbox = False
 # Feedback shows results and diagnostics, never hidden-test code or its tracebacks.
-c.GenerateFeedback.preprocessors = [
-    "nbgrader.preprocessors.GetGrades",
-    "autograd_course.grading.preprocessors.HideHiddenTests",
-    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
-]
+c.GenerateFeedback.preprocessors = pipeline.feedback_preprocessors()

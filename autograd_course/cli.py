@@ -21,7 +21,6 @@ import os
 import re
 import sys
 import tempfile
-import time
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -32,31 +31,23 @@ from autograd_course.grading.course import Course, CourseError
 
 # -- helpers ----------------------------------------------------------------------------
 class Progress:
-    """A one-line progress bar with an ETA on stderr (a line per step when not a terminal)."""
+    """The grading progress bar (tqdm, on stderr): done/total, elapsed, ETA, the last one."""
 
-    def __init__(self, total: int, stream=sys.stderr, width: int = 28):
-        self.total, self.stream, self.width = total, stream, width
-        self.start = time.monotonic()
-        self.tty = stream.isatty()
+    def __init__(self, total: int):
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total, desc="grading", unit="submission", file=sys.stderr,
+                        dynamic_ncols=True)
 
     def __call__(self, outcome, done: int, total: int) -> None:
-        elapsed = time.monotonic() - self.start
-        eta = elapsed / done * (total - done)
-        filled = int(self.width * done / total)
-        bar = "#" * filled + "-" * (self.width - filled)
-        last = f"{outcome.submission.student}/{outcome.submission.assignment}"
-        line = (f"grading [{bar}] {done}/{total}  elapsed {_clock(elapsed)}  "
-                f"ETA {_clock(eta)}  last: {last}")
-        if self.tty:
-            self.stream.write("\r" + line + ("\n" if done == total else ""))
-        else:
-            self.stream.write(line + "\n")
-        self.stream.flush()
-
-
-def _clock(seconds: float) -> str:
-    minutes, seconds = divmod(int(round(seconds)), 60)
-    return f"{minutes}:{seconds:02d}"
+        if self.bar.total != total:  # the unchanged graded submissions were skipped
+            self.bar.total = total
+        submission = outcome.submission
+        self.bar.set_postfix_str(f"last: {submission.student}/{submission.assignment}",
+                                 refresh=False)
+        self.bar.update(1)
+        if done == total:
+            self.bar.close()
 
 
 def unpack_zip(course: Course, archive: Path) -> int:
@@ -152,7 +143,7 @@ def cmd_grade(args) -> int:
     gradebook.export_grades(course, course.root / "grades.csv")
     report = report_import.result()
     for name in names:
-        records = runner.records_of(course, course.submissions([name]))
+        records = runner.records_of(course, runner.class_of(course, name))
         paths = report.write_report(records, course.root / "reports" / name,
                                     title=f"Class report: {name}")
         print(f"class report {name}: {paths['html']} (also {paths['csv'].name}, "
@@ -230,7 +221,7 @@ def cmd_check(args) -> int:
 
 def cmd_demo(args) -> int:
     from autograd_course.testkit import synthetic
-    from autograd_course.testkit.classes import make_course, submit
+    from autograd_course.testkit.classes import make_course, submit, submit_class
 
     course = Course.load(args.course)
     assignment = course.check_assignments([args.assignment])[0]
@@ -238,13 +229,9 @@ def cmd_demo(args) -> int:
     if out.exists() and any(out.iterdir()):
         raise CourseError(f"{out} is not empty; give --out a new folder")
     make_course(out, course.root, [assignment])
-    notebooks = synthetic.synthetic_class(out / "source" / assignment / f"{assignment}.ipynb",
-                                          out / "release" / assignment / f"{assignment}.ipynb",
-                                          assignment, synthetic.DEMO_CLASS)
-    for student, nb in notebooks.items():
-        submit(out, student, assignment, assignment, nb)
+    submit_class(out, assignment, synthetic.DEMO_CLASS)
     submit(out, "gauss", assignment, assignment, b"{ this upload is not a notebook")
-    print(f"demo course in {out}: {len(notebooks) + 1} synthetic students "
+    print(f"demo course in {out}: {len(synthetic.DEMO_CLASS) + 1} synthetic students "
           f"({', '.join(f'{s} ({p})' for s, p in synthetic.DEMO_CLASS)}, gauss (not a "
           "notebook))")
     args.course, args.assignments, args.student, args.zip = str(out), [assignment], [], None

@@ -1,9 +1,18 @@
 """Computation-graph pictures: torchviz + Graphviz, with a text rendering when ``dot`` is missing.
 
+In a notebook, ``draw_graph(loss, {"x": x})`` shows the picture (torchviz's ``make_dot``,
+labelled by the course), or the same graph as text when Graphviz's ``dot`` is missing:
+
 >>> import torch
->>> from autograd_course.graphs import draw_graph
 >>> x = torch.tensor([1.0, 2.0], requires_grad=True)
->>> draw_graph((x * x).sum(), {"x": x})      # a picture in Jupyter (or text without dot)
+>>> type(make_dot((x * x).sum(), {"x": x})).__name__
+'Digraph'
+>>> print(TextGraph((x * x).sum(), {"x": x}))
+output ()
+└─ SumBackward0
+   └─ MulBackward0
+      └─ AccumulateGrad -> x (2,) (leaf, .grad is filled)
+      └─ AccumulateGrad -> x (2,) (leaf, .grad is filled)
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import os
 import shutil
 import subprocess
 import sys
@@ -15,6 +17,7 @@ from support.units import UNITS
 from autograd_course import cli
 from autograd_course.grading import record
 from autograd_course.grading.course import Course, Submission
+from autograd_course.grading.release import generate
 from autograd_course.testkit import classes as course
 
 ASSIGNMENT = "01_gradients"
@@ -22,14 +25,16 @@ CLASS = [("ada", "right"), ("blaise", "mistakes"), ("carl", "blank"), ("dora", "
          ("fermat", "tamper")]
 
 
-def run(*args, cwd=None):
+def run(*args, cwd=None, env=None):
     return subprocess.run([sys.executable, "-m", "autograd_course", *args], cwd=cwd,
-                          capture_output=True, text=True)
+                          capture_output=True, text=True,
+                          env=None if env is None else {**os.environ, **env})
 
 
 def test_help_lists_every_command():
     result = run("--help")
     assert result.returncode == 0
+    assert "usage: autograd-course" in result.stdout
     for command in ("release", "grade", "check", "demo"):
         assert command in result.stdout
 
@@ -79,10 +84,15 @@ def two_courses(tmp_path_factory, root):
     course.submit(parallel_course, "mallory", ASSIGNMENT, ASSIGNMENT, killer)
     before = course.snapshot(parallel_course / "submitted")
     assert course.nbgrader(serial, "autograde", ASSIGNMENT, "--force").returncode == 0
-    graded = run("grade", ASSIGNMENT, "--jobs", "2", "--zip", str(archive), cwd=parallel_course)
-    return dict(serial=serial, parallel=parallel_course, graded=graded, before=before)
+    scratch = base / "tmp"  # the grading run's temporary folder
+    scratch.mkdir()
+    graded = run("grade", ASSIGNMENT, "--jobs", "2", "--zip", str(archive), cwd=parallel_course,
+                 env={"TMPDIR": str(scratch)})
+    return dict(serial=serial, parallel=parallel_course, graded=graded, before=before,
+                scratch=scratch)
 
 
+@pytest.mark.class_grading
 def test_parallel_scores_equal_serial_nbgrader(two_courses):
     assert two_courses["graded"].returncode == 0, two_courses["graded"].stderr[-2000:]
     serial = course.gradebook_scores(two_courses["serial"], ASSIGNMENT)
@@ -104,6 +114,7 @@ def test_parallel_scores_equal_serial_nbgrader(two_courses):
         assert bool(mine.flags) == bool(theirs.flags)
 
 
+@pytest.mark.class_grading
 def test_grade_writes_grades_feedback_report_and_summary(two_courses):
     where = two_courses["parallel"]
     out = two_courses["graded"].stdout
@@ -121,9 +132,18 @@ def test_grade_writes_grades_feedback_report_and_summary(two_courses):
     # in the sandbox her signal to the grader is refused: her blank answers score 0, and her
     # attempt is flagged for a person to look at
     assert mallory.score == 0 and any("os.kill" in flag for flag in mallory.flags)
-    assert "grading [" in two_courses["graded"].stderr and "ETA" in two_courses["graded"].stderr
+    total = len(CLASS) + 2
+    assert "grading: 100%" in two_courses["graded"].stderr
+    assert f"{total}/{total} [" in two_courses["graded"].stderr  # tqdm: done/total [elapsed<ETA
 
 
+@pytest.mark.class_grading
+def test_grading_leaves_no_temporary_folder_behind(two_courses):
+    assert two_courses["graded"].returncode == 0
+    assert sorted(p.name for p in two_courses["scratch"].iterdir()) == []
+
+
+@pytest.mark.class_grading
 def test_submitted_is_unchanged_apart_from_the_zip(two_courses):
     after = course.snapshot(two_courses["parallel"] / "submitted")
     added = {k for k in after if k.startswith("zoe/")}
@@ -131,6 +151,28 @@ def test_submitted_is_unchanged_apart_from_the_zip(two_courses):
     assert {k: v for k, v in after.items() if k not in added} == two_courses["before"]
 
 
+@pytest.mark.class_grading
+def test_one_student_regraded_the_report_still_covers_the_class(two_courses):
+    where = two_courses["parallel"]
+    again = run("grade", ASSIGNMENT, "--student", "blaise", "--force", cwd=where)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "1 submissions graded" in again.stdout
+    with open(where / "reports" / ASSIGNMENT / "report.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert rows and {row["students"] for row in rows} == {str(len(CLASS) + 2)}  # zoe, mallory
+    # the gradebook's comment on an answer is its diagnosis, as the student reads it
+    rec = record.GradeRecord.read(where / "autograded" / "blaise" / ASSIGNMENT
+                                  / f"{ASSIGNMENT}{record.SUFFIX}")
+    failed = [q for q in rec.questions if not q["passed"]]
+    assert failed
+    with Course.load(where).gradebook() as gb:
+        for q in failed:
+            answer = q["question"].removesuffix("_test")
+            comment = gb.find_comment(answer, ASSIGNMENT, ASSIGNMENT, "blaise").auto_comment
+            assert comment == q["message"]
+
+
+@pytest.mark.class_grading
 @pytest.mark.parametrize("student", ["ada", "blaise", "fermat"])
 def test_self_check_agrees_with_the_instructors_autograde(two_courses, student):
     serial = two_courses["serial"]
@@ -194,6 +236,7 @@ def every_unit(tmp_path_factory, root):
     return base
 
 
+@pytest.mark.class_grading
 @pytest.mark.parametrize("unit", UNITS)
 def test_references_get_every_point_and_stubs_none(every_unit, unit):
     scores = course.gradebook_scores(every_unit, unit)
@@ -216,6 +259,7 @@ def test_find_submissions_filters_students(tmp_path):
     assert found == [Submission("b", ASSIGNMENT)]
 
 
+@pytest.mark.class_grading
 def test_grade_registers_a_new_assignment_and_refuses_a_changed_source(tmp_path, root):
     shutil.copy2(root / "nbgrader_config.py", tmp_path)
     shutil.copytree(root / "source" / ASSIGNMENT, tmp_path / "source" / ASSIGNMENT)
@@ -238,3 +282,45 @@ def test_grade_registers_a_new_assignment_and_refuses_a_changed_source(tmp_path,
     assert again.returncode == 0, again.stderr[-2000:]
     with Course.load(tmp_path).gradebook() as gb:
         assert gb.find_assignment(ASSIGNMENT).max_score == 8
+
+
+@pytest.mark.class_grading
+def test_demo_grades_a_synthetic_class_end_to_end(tmp_path, root):
+    out = tmp_path / "demo"
+    result = run("demo", "--out", str(out), cwd=root)
+    assert result.returncode == 0, result.stderr[-2000:]
+    students = {p.name for p in (out / "submitted").iterdir()}
+    assert "gauss" in students and len(students) >= 4
+    assert f"{len(students)} submissions graded: 0 could not be graded" in result.stdout
+    assert course.gradebook_scores(out, ASSIGNMENT)["gauss"] == 0  # not a notebook
+    problem = next(line for line in result.stdout.splitlines() if "PROBLEM gauss/" in line)
+    assert "is not a valid notebook" in problem
+    assert (out / "reports" / ASSIGNMENT / "report.html").is_file()
+
+
+def test_generating_release_leaves_the_gradebook_alone(tmp_path, root):
+    shutil.copy2(root / "nbgrader_config.py", tmp_path)
+    shutil.copytree(root / "source" / ASSIGNMENT, tmp_path / "source" / ASSIGNMENT)
+    generate(tmp_path, [ASSIGNMENT], dest=tmp_path / "out")
+    assert (tmp_path / "out" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").is_file()
+    assert not list(tmp_path.glob("gradebook.db*"))
+    released = run("release", ASSIGNMENT, cwd=tmp_path)  # as the README says: with gradebook
+    assert released.returncode == 0, released.stderr[-2000:]
+    assert (tmp_path / "gradebook.db").is_file()
+    assert (tmp_path / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_bytes() == (
+        tmp_path / "out" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_bytes()
+
+
+def test_no_gradebook_or_student_data_is_committed(root):
+    tracked = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True,
+                             check=True).stdout.split()
+    assert "nbgrader_config.py" in tracked, "not a git checkout"
+    student_data = ["gradebook.db", "grades.csv", ".grader-secret", "submitted/ada/a/a.ipynb",
+                    "autograded/ada/a/a.ipynb", "feedback/ada/a/a.html", "reports/a/report.csv",
+                    "exchange/autograd-course/inbound/x", ".autograd-course-cache/a/x"]
+    for path in student_data:
+        top = path.split("/")[0]
+        assert not [f for f in tracked if f == path or f.startswith(f"{top}/")
+                    and not f.endswith(".gitkeep")], f"{top} is committed"
+        ignored = subprocess.run(["git", "check-ignore", "-q", path], cwd=root)
+        assert ignored.returncode == 0, f"{path} is not git-ignored"

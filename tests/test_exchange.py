@@ -23,6 +23,8 @@ import pytest
 
 from autograd_course.testkit import classes
 
+pytestmark = pytest.mark.services
+
 ASSIGNMENT = "01_gradients"
 COURSE = "autograd-course"
 

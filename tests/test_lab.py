@@ -21,6 +21,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+pytestmark = pytest.mark.services
+
 TOKEN = "autograd-course-test"
 
 

@@ -9,7 +9,6 @@ read the committed notebooks only.
 
 from __future__ import annotations
 
-import doctest
 import math
 import re
 import subprocess
@@ -21,7 +20,7 @@ import pytest
 import torch
 from nbclient import NotebookClient
 
-from autograd_course import cost, engine_pictures, graphs, lessons, plots, training
+from autograd_course import graphs, lessons, plots
 
 matplotlib.use("Agg")
 
@@ -157,6 +156,7 @@ def execute(name: str):
     return nb
 
 
+@pytest.mark.lesson_run
 @pytest.mark.parametrize("name", LESSONS)
 def test_lesson_reexecutes_to_its_committed_outputs(name):
     committed = read(name)
@@ -458,9 +458,3 @@ def test_seed_makes_randn_reproducible():
     first = torch.randn(5)
     lessons.seed(0)
     assert torch.equal(first, torch.randn(5))
-
-
-@pytest.mark.parametrize("module", [lessons, plots, cost, engine_pictures, training])
-def test_docstring_examples(module):
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import doctest
 
 import pytest
 
@@ -72,11 +71,12 @@ def written(klass, tmp_path):
 @pytest.mark.parametrize(
     "message, expected",
     [
-        (SHAPE_3, "CheckError: x.grad has the wrong shape: (#,) instead of (#, #)."),
+        (SHAPE_3,
+         "CheckError: x.grad has the wrong shape: (#,) instead of (#, #). Check your sum."),
         (
             TWICE,
             "CheckError: x.grad is twice the right value: the gradient was accumulated "
-            "over # backward() calls.",
+            "over # backward() calls. .grad adds up, it is not replaced.",
         ),
         (
             "CheckError: x has dtype torch.int64 instead of torch.float32.",
@@ -88,7 +88,7 @@ def written(klass, tmp_path):
         ),
         (
             "CheckError: w is wrong. Expected [1.0, -2.5e-05], got [[0.5, 1]].",
-            "CheckError: w is wrong.",
+            "CheckError: w is wrong. Expected […], got […].",
         ),
         ("CheckError: got [1.0, 2.0] for w2", "CheckError: got […] for w2"),
         ("\x1b[0;31mValueError\x1b[0m: bad value -3.5", "ValueError: bad value #"),
@@ -104,10 +104,6 @@ def written(klass, tmp_path):
 )
 def test_normalise_message(message, expected):
     assert normalise_message(message) == expected
-
-
-def test_docstring_examples():
-    assert doctest.testmod(report).failed == 0
 
 
 # --- the summary --------------------------------------------------------------------------
@@ -219,7 +215,7 @@ def test_html_lists_questions_messages_and_flags(written):
 def test_html_escapes_student_text(written):
     page = written["html"].read_text(encoding="utf-8")
     assert "<script>" not in page and "<b>" not in page
-    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page
+    assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;" in page
 
 
 def test_everyone_passed(tmp_path):

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import dask
 import nbformat
+import psutil
 import pytest
 from distributed import Client, LocalCluster
 
@@ -29,8 +30,10 @@ from autograd_course.grading.course import Course
 from autograd_course.testkit import classes, synthetic
 from autograd_course.testkit.postgres import Postgres
 
+pytestmark = pytest.mark.services
+
 ASSIGNMENT = "01_gradients"
-CLASS = synthetic.cycle_profiles(6)  # right, mistakes, blank, mixed, tamper, right
+CLASS = synthetic.cycle_profiles(5)  # right, mistakes, blank, mixed, tamper
 
 
 def grade(course: Path, *args: str, **popen) -> subprocess.CompletedProcess:
@@ -129,8 +132,10 @@ def test_grading_on_a_dask_cluster_gives_the_serial_scores_progress_and_report(
     assert on_cluster.returncode == 0, on_cluster.stderr[-2000:]
     assert f"on the Dask cluster {cluster.scheduler_address}" in on_cluster.stdout
     assert classes.gradebook_scores(course, ASSIGNMENT) == scores
-    assert on_cluster.stderr.count("grading [") == by_processes.stderr.count("grading [")
-    assert on_cluster.stderr.count("grading [") == len(CLASS)
+    n = len(CLASS)
+    for run in (by_processes, on_cluster):  # the same progress bar and summary
+        assert "grading: 100%" in run.stderr and f"{n}/{n} [" in run.stderr
+        assert f"{n} submissions graded: 0 could not be graded" in run.stdout
     report = "reports/01_gradients/report.csv"
     assert (course / report).read_text() == (local / report).read_text()
 
@@ -169,7 +174,8 @@ def test_a_worker_killed_mid_class_has_its_submission_graded_elsewhere_once(
     assert graded.pop("slowpoke") == 0  # graded elsewhere: a blank submission
     assert graded == scores
     assert set(markers(course)) == {s for s, _ in CLASS} | {"slowpoke"}
-    assert result.stderr.count("grading [") == len(CLASS) + 1  # each merged exactly once
+    n = len(CLASS) + 1  # each merged exactly once
+    assert f"{n}/{n} [" in result.stderr and f"{n} submissions graded" in result.stdout
     assert "FAILED" not in result.stdout
 
 
@@ -205,6 +211,15 @@ def test_a_killed_run_resumes_without_regrading_and_manual_grades_survive(refere
     os.kill(run.pid, signal.SIGKILL)  # the main process, mid-class
     run.wait()
     first = markers(course)
+    # its worker processes (and their forkserver, which names the course in its command line)
+    # notice and exit: none is left blocked, writing a result that no one will read
+    for _ in range(100):
+        left = [p for p in psutil.process_iter(["cmdline"])
+                if str(course) in " ".join(p.info["cmdline"] or [])]
+        if not left:
+            break
+        time.sleep(0.1)
+    assert not left, [p.info["cmdline"][:3] for p in left]
     assert 2 <= len(first) < len(CLASS), first
     kept = {s: (course / "autograded" / s / ASSIGNMENT / f"{ASSIGNMENT}.grading.json"
                 ).stat().st_mtime_ns for s in first}
@@ -236,8 +251,8 @@ def test_a_killed_run_resumes_without_regrading_and_manual_grades_survive(refere
     assert "1 submissions graded" in third.stdout
     assert classes.gradebook_scores(course, ASSIGNMENT)["student003"] == 7.0
 
-    forced = grade(course, "--jobs", "2", "--force")
-    assert f"{len(CLASS)} submissions graded" in forced.stdout
+    forced = grade(course, "--force", "--student", "student001")  # unchanged: graded again
+    assert "1 submissions graded" in forced.stdout
     with Course.load(course).gradebook() as gb:
         grade_row = gb.find_grade("q1_grad_of_test", ASSIGNMENT, ASSIGNMENT, "student001")
         assert (grade_row.manual_score, grade_row.extra_credit) == (1.5, 0.5)

@@ -17,10 +17,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
-
-from autograd_course.grading.preprocessors import read_secret
 
 CONFIG_FILE = "nbgrader_config.py"
 
@@ -37,7 +34,7 @@ def tools_on_path() -> None:
         os.environ["PATH"] = os.pathsep.join([bin_dir, os.environ.get("PATH", "")])
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, order=True)
 class Submission:
     """One student's submitted assignment."""
 
@@ -83,7 +80,11 @@ class Course:
         return cls(root, config)
 
     @functools.cached_property
-    def coursedir(self) -> CourseDirectory:
+    def coursedir(self):
+        """nbgrader's CourseDirectory for this config (nbgrader is imported when needed:
+        importing it takes a second and a half, which ``--help`` need not wait for)."""
+        from nbgrader.coursedir import CourseDirectory
+
         return CourseDirectory(config=self.config)
 
     @property
@@ -128,6 +129,8 @@ class Course:
 
     def secret(self) -> str:
         """The course's grading secret (seeds hidden inputs; see JudgedExecute.secret)."""
+        from autograd_course.grading.preprocessors import read_secret
+
         configured = self.config.JudgedExecute.get("secret")
         return configured or read_secret(self.root)
 

@@ -602,20 +602,21 @@ class RecordResults(NbGraderPreprocessor):
 
     def _write_gradebook(self, resources, notebook, assignment, student, questions,
                          solution_of, flagged):
+        messages: dict[str, list[str]] = {}  # the diagnoses of a solution cell's failed tests
+        for question in questions:
+            solution = solution_of.get(question["question"])
+            if solution is not None and not question["passed"]:
+                messages.setdefault(solution, []).append(question["message"])
         with Gradebook(resources["nbgrader"]["db_url"]) as gradebook:
             for question in questions:
                 if question["question"] in flagged:
                     with contextlib.suppress(MissingEntry):
                         gradebook.find_grade(question["question"], notebook, assignment,
                                              student).needs_manual_grade = True
-                solution = solution_of.get(question["question"])
-                if solution is None or question["passed"]:
-                    continue
-                try:
-                    comment = gradebook.find_comment(solution, notebook, assignment, student)
-                except MissingEntry:
-                    continue
-                comment.auto_comment = f"{question['question']}: {question['message']}"
+            for solution, texts in messages.items():
+                with contextlib.suppress(MissingEntry):
+                    gradebook.find_comment(solution, notebook, assignment,
+                                           student).auto_comment = "\n".join(texts)
             gradebook.db.commit()
 
 

@@ -7,11 +7,12 @@ whatever numbers, tensors or colours a student's message carries (:func:`normali
 
 :func:`write_report` writes the summary as ``report.csv`` (one row per question),
 ``report.png`` (a bar chart of the share passed, with the top misconception under each bar)
-and ``report.html`` (one self-contained page: summary, the chart, a table per question, the
-flagged and the failed or repaired submissions).
+and ``report.html`` (one self-contained page from the Jinja2 template
+``templates/report.html``: summary, the chart, a table per question, the flagged and the
+failed or repaired submissions).
 
 >>> normalise_message("CheckError: x.grad has the wrong shape: (3,) instead of (2, 3). Fix it.")
-'CheckError: x.grad has the wrong shape: (#,) instead of (#, #).'
+'CheckError: x.grad has the wrong shape: (#,) instead of (#, #). Fix it.'
 >>> normalise_message("NotImplementedError")
 'not answered (NotImplementedError)'
 """
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import base64
 import csv
-import html
 import io
 import re
 from collections import Counter
@@ -87,28 +87,18 @@ def _mask_tensors(text: str) -> str:
     return "".join(out) + text[pos:]
 
 
-def _first_sentence(text: str) -> str:
-    """The first line of ``text``, cut after its first sentence (outside parentheses)."""
-    line = text.strip().split("\n", 1)[0].strip()
-    depth = 0
-    for i, char in enumerate(line):
-        depth += {"(": 1, ")": -1}.get(char, 0)
-        if char in ".!?" and depth <= 0 and (i + 1 == len(line) or line[i + 1].isspace()):
-            return line[: i + 1]
-    return line
-
-
 def normalise_message(message: str | None) -> str:
     """The key under which a diagnostic message is counted: the same mistake, the same key.
 
-    ANSI colour codes go, tensor reprs become ``tensor(…)``, only the first sentence of the
-    first line stays, numbers become ``#`` (a list of them ``[…]``). An empty message reads
-    as :data:`NO_MESSAGE`, a blank answer (``NotImplementedError``) as :data:`NOT_ANSWERED`.
+    ANSI colour codes go, tensor reprs become ``tensor(…)``, lines are joined, numbers become
+    ``#`` (a list of them ``[…]``); the whole message stays, the fix it suggests included. An
+    empty message reads as :data:`NO_MESSAGE`, a blank answer (``NotImplementedError``) as
+    :data:`NOT_ANSWERED`.
     """
     text = _ANSI.sub("", message or "").strip()
     if _NOT_IMPLEMENTED.match(text):
         return NOT_ANSWERED
-    text = _first_sentence(_mask_tensors(text))
+    text = " ".join(_mask_tensors(text).split())
     text = _NUMBER_LIST.sub("[…]", _NUMBER.sub("#", text))
     return text or NO_MESSAGE
 
@@ -254,81 +244,6 @@ def render_png(summaries: Sequence[QuestionSummary], title: str) -> bytes:
 
 # --- report.html --------------------------------------------------------------------------
 
-_CSS = """
-body { font-family: sans-serif; max-width: 60em; margin: 2em auto; color: #222; }
-table { border-collapse: collapse; margin: 0.5em 0 1.5em; }
-th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: left; vertical-align: top; }
-th { background: #f3f3f3; }
-img { max-width: 100%; }
-"""
-
-
-def _e(value) -> str:
-    """``value`` as HTML text: every student-derived string passes through here."""
-    return html.escape(str(value), quote=True)
-
-
-def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
-    """An HTML table; ``header`` and ``rows`` hold already escaped HTML."""
-    head = "".join(f"<th>{h}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>\n" for row in rows)
-    return f"<table>\n<tr>{head}</tr>\n{body}</table>\n"
-
-
-def _list(items: Iterable[str]) -> str:
-    """An HTML list of the (unescaped) ``items``; nothing when there are none."""
-    items = list(items)
-    if not items:
-        return ""
-    return "<ul>" + "".join(f"<li>{_e(item)}</li>" for item in items) + "</ul>"
-
-
-def _summary_html(records: Sequence[GradeRecord]) -> str:
-    """The counts at the top of the page."""
-    items = [
-        f"students: {len({r.student for r in records})}",
-        f"graded notebooks: {len(records)}",
-        f"flagged for tampering: {sum(bool(r.flags) for r in records)}",
-        f"grading failures: {sum(bool(r.failure) for r in records)}",
-        f"repaired by the grader: {sum(bool(r.notes) for r in records)}",
-    ]
-    return "<h2>Summary</h2>\n" + _list(items) + "\n"
-
-
-def _question_html(summary: QuestionSummary) -> str:
-    """The heading and table of one question."""
-    heading = f"<h3>{_e(summary.notebook)}: {_e(summary.question)}</h3>\n"
-    passed = (
-        f"<p>Passed: {summary.n_passed}/{summary.n_students} "
-        f"({100 * summary.share_passed:.0f} %), {_e(summary.points)} points.</p>\n"
-    )
-    if not summary.top_messages:
-        return heading + passed + "<p>Everyone passed.</p>\n"
-    rows = ([_e(message), f"{count}"] for message, count in summary.top_messages)
-    return heading + passed + _table(["Most frequent diagnostic (not passed)", "Students"], rows)
-
-
-def _flagged_html(records: Sequence[GradeRecord]) -> str:
-    """The section listing the submissions flagged for tampering."""
-    flagged = [r for r in records if r.flags]
-    if not flagged:
-        return "<h2>Flagged submissions</h2>\n<p>None.</p>\n"
-    rows = ([_e(r.student), _e(f"{r.assignment}/{r.notebook}"), _list(r.flags)] for r in flagged)
-    return "<h2>Flagged submissions</h2>\n" + _table(["Student", "Notebook", "Flags"], rows)
-
-
-def _troubled_html(records: Sequence[GradeRecord]) -> str:
-    """The section listing the submissions whose grading failed or that the grader repaired."""
-    troubled = [r for r in records if r.failure or r.notes]
-    if not troubled:
-        return "<h2>Failed or repaired submissions</h2>\n<p>None.</p>\n"
-    rows = (
-        [_e(r.student), _e(f"{r.assignment}/{r.notebook}"), _e(r.failure or ""), _list(r.notes)]
-        for r in troubled
-    )
-    header = ["Student", "Notebook", "Grading failure", "Repairs"]
-    return "<h2>Failed or repaired submissions</h2>\n" + _table(header, rows)
-
 
 def render_html(
     records: Sequence[GradeRecord],
@@ -336,23 +251,18 @@ def render_html(
     title: str,
     png: bytes,
 ) -> str:
-    """The self-contained report page: the chart ``png`` is embedded as base64."""
-    parts = [
-        "<!DOCTYPE html>\n<html lang='en'>\n<head>\n<meta charset='utf-8'>\n",
-        f"<title>{_e(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n",
-        f"<h1>{_e(title)}</h1>\n",
-    ]
-    if not records:
-        parts.append("<p>No submissions.</p>\n")
-    else:
-        parts.append(_summary_html(records))
-        image = base64.b64encode(png).decode("ascii")
-        parts.append(f"<img alt='share passed per question' src='data:image/png;base64,{image}'>")
-        parts.append("\n<h2>Questions</h2>\n")
-        parts += [_question_html(s) for s in summaries]
-        parts += [_flagged_html(records), _troubled_html(records)]
-    parts.append("</body>\n</html>\n")
-    return "".join(parts)
+    """The self-contained report page (``templates/report.html``, rendered by Jinja2 with
+    autoescaping: every student-derived string is escaped); the chart ``png`` is embedded."""
+    from jinja2 import Environment, PackageLoader, select_autoescape
+
+    environment = Environment(loader=PackageLoader("autograd_course.grading", "templates"),
+                              autoescape=select_autoescape(default=True), trim_blocks=True,
+                              lstrip_blocks=True)
+    return environment.get_template("report.html").render(
+        title=title, records=list(records), summaries=summaries,
+        flagged=[r for r in records if r.flags],
+        troubled=[r for r in records if r.failure or r.notes],
+        png_base64=base64.b64encode(png).decode("ascii"))
 
 
 # --- all three ----------------------------------------------------------------------------

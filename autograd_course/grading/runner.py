@@ -21,12 +21,17 @@ workers share no files with it.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import tempfile
+import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from nbgrader.api import MissingEntry
 
 from autograd_course.grading import gradebook, tasks
 from autograd_course.grading.course import Course, Submission
@@ -107,8 +112,21 @@ def grade_class(course: Course, submissions: list[Submission], *, jobs: int = 1,
 _bundles: dict[str, Bundle] = {}
 
 
-def _start(bundles: dict[str, Bundle]) -> None:
+def _start(bundles: dict[str, Bundle], grader: int) -> None:
+    """A worker's start: keep the bundles, and exit if the grading run ``grader`` dies (a
+    worker left alone would block forever sending its result to no one)."""
     _bundles.update(bundles)
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.5)
+            try:
+                os.kill(grader, 0)
+            except ProcessLookupError:
+                tasks.forget()
+                os._exit(1)
+
+    threading.Thread(target=watch, name="watch-the-grader", daemon=True).start()
 
 
 def _grade_here(task: Task) -> Outcome:
@@ -129,7 +147,7 @@ def _context():
 def _pool_run(todo: list[Task], bundles: dict[str, Bundle], jobs: int,
               broken: list[Task]) -> Iterator[Outcome]:
     with ProcessPoolExecutor(max_workers=max(1, min(jobs, len(todo))), mp_context=_context(),
-                             initializer=_start, initargs=(bundles,)) as pool:
+                             initializer=_start, initargs=(bundles, os.getpid())) as pool:
         futures = {pool.submit(_grade_here, task): task for task in todo}
         for future in as_completed(futures):
             try:
@@ -176,6 +194,17 @@ def _on_cluster(todo: list[Task], bundles: dict[str, Bundle], scheduler: str
             except Exception as exc:  # noqa: BLE001 - the task failed on the cluster
                 yield Outcome(task.submission, False, task.digest,
                               error=f"{type(exc).__name__}: {exc}")
+
+
+def class_of(course: Course, assignment: str) -> list[Submission]:
+    """Every submission of ``assignment`` the gradebook holds: the whole class, whoever this
+    run graded."""
+    with course.gradebook() as gb:
+        try:
+            found = gb.find_assignment(assignment).submissions
+        except MissingEntry:
+            return []
+        return sorted(Submission(s.student.id, assignment) for s in found)
 
 
 def records_of(course: Course, submissions: list[Submission]):

@@ -37,18 +37,22 @@ def _fingerprint(course: Course, assignment: str) -> str:
 
 
 def prepared_course(course: Course, assignment: str) -> Path:
-    """A course with ``assignment`` released and in its gradebook, built once and cached."""
+    """A course with ``assignment`` released and in its gradebook, built once per version of
+    the assignment and cached (the versions before it are removed)."""
     cache = course.root / CACHE
     folder = cache / f"{assignment}-{_fingerprint(course, assignment)}"
     if (folder / "gradebook.db").is_file():
         return folder
     cache.mkdir(exist_ok=True)
-    building = Path(tempfile.mkdtemp(prefix=f"{assignment}-", dir=cache))
+    building = Path(tempfile.mkdtemp(prefix=f".building-{assignment}-", dir=cache))
     prepare(building, course, [assignment], db_url=f"sqlite:///{building / 'gradebook.db'}")
     try:
         building.rename(folder)
     except OSError:  # another check built it meanwhile
         shutil.rmtree(building, ignore_errors=True)
+    for old in cache.glob(f"{assignment}-*"):
+        if old != folder and len(old.name) == len(folder.name):  # an older version
+            shutil.rmtree(old, ignore_errors=True)
     return folder
 
 

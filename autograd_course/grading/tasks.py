@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import hashlib
 import io
+import multiprocessing.util
 import os
 import shutil
+import sys
 import tarfile
 import tempfile
 import warnings
@@ -124,7 +126,11 @@ def _course_of(bundle: Bundle):
 
         tools_on_path()
         warnings.simplefilter("ignore")  # nbgrader's SQLAlchemy notes; kernels' own chatter
-        folder = Path(tempfile.mkdtemp(prefix=f"autograd-course-{bundle.assignment}-"))
+        folder = Path(tempfile.mkdtemp(prefix=f"autograd-course-{bundle.assignment}-",
+                                       dir=_scratch()))
+        # removed when the process ends: a pool worker, a Dask worker or the main process
+        multiprocessing.util.Finalize(None, shutil.rmtree, args=(folder,),
+                                      kwargs={"ignore_errors": True}, exitpriority=1)
         with tarfile.open(fileobj=io.BytesIO(bundle.archive), mode="r:gz") as tar:
             tar.extractall(folder, filter="data")
         # the bundle's own gradebook, whatever the course's db_url: workers never write to it
@@ -132,6 +138,26 @@ def _course_of(bundle: Bundle):
                              CourseDirectory={"db_url": sqlite_url(folder)})
         _unpacked[bundle.key] = (folder, NbGraderAPI(config=course.config))
     return _unpacked[bundle.key]
+
+
+def _scratch() -> str | None:
+    """Where a worker unpacks courses: a Dask worker's own folder (Dask removes it with the
+    worker, however the worker ends), else the system's temporary folder."""
+    if "distributed" in sys.modules:  # imported in every Dask worker, never in a pool worker
+        from distributed import get_worker
+
+        try:
+            return get_worker().local_directory
+        except ValueError:  # not in a Dask worker
+            pass
+    return None
+
+
+def forget() -> None:
+    """Remove this process's unpacked courses now (a worker that must exit at once)."""
+    for folder, _ in _unpacked.values():
+        shutil.rmtree(folder, ignore_errors=True)
+    _unpacked.clear()
 
 
 def grade(task: Task, bundle: Bundle) -> Outcome:

@@ -49,9 +49,12 @@ def make_course(
 ) -> Path:
     """Create a course in ``dest`` with ``assignments`` released from ``source_root``'s
     source/, with its nbgrader_config.py or ``config`` (the text of another one)."""
-    from autograd_course.grading.course import Course
+    from autograd_course.grading.course import CONFIG_FILE, Course
     from autograd_course.grading.release import prepare
 
+    if config is not None:  # the source course may be dest itself, with no config yet
+        Path(dest).mkdir(parents=True, exist_ok=True)
+        (Path(dest) / CONFIG_FILE).write_text(config)
     prepare(Path(dest), Course.load(source_root), assignments, config_text=config)
     read_secret(dest)  # made now, so that a copy of this course draws the same hidden inputs
     return Path(dest)
