@@ -179,6 +179,15 @@ def test_a_worker_killed_mid_class_has_its_submission_graded_elsewhere_once(
     assert "FAILED" not in result.stdout
 
 
+def _orphaned_kernels(since: float) -> list[str]:
+    """Grading kernels started after ``since`` whose grader is gone (adopted by init)."""
+    time.sleep(1)
+    return [" ".join(p.info["cmdline"])
+            for p in psutil.process_iter(["cmdline", "ppid", "create_time"])
+            if p.info["ppid"] == 1 and "ipykernel_launcher" in (p.info["cmdline"] or [])
+            and p.info["create_time"] >= since]
+
+
 def test_a_submission_that_keeps_killing_workers_gets_zero_and_a_reason(cluster, tmp_path, root):
     # Outside the sandbox (where a kernel may signal its parent, the worker), a submission
     # kills every worker that grades it; so would one that brings the OOM killer.
@@ -188,9 +197,12 @@ def test_a_submission_that_keeps_killing_workers_gets_zero_and_a_reason(cluster,
     killer.cells.insert(2, nbformat.v4.new_code_cell("import os, signal\n"
                                              "os.kill(os.getppid(), signal.SIGKILL)"))
     classes.submit(course, "mallory", ASSIGNMENT, ASSIGNMENT, killer)
+    started = time.time()
     result = grade(course, "--scheduler", cluster.scheduler_address)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "FAILED  mallory/01_gradients: KilledWorker" in result.stdout
+    # her kernels, which outlived the workers they killed, died with them
+    assert _orphaned_kernels(since=started) == []
     assert classes.gradebook_scores(course, ASSIGNMENT) == {"ada": 7.0, "mallory": 0.0}
     record = (course / "autograded" / "mallory" / ASSIGNMENT / f"{ASSIGNMENT}.grading.json")
     assert "KilledWorker" in record.read_text()

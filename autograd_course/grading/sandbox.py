@@ -23,8 +23,9 @@
 - limits from ``prlimit``: address space, CPU seconds, file size.
 
 Where bubblewrap is missing or cannot start (macOS, a container without user namespaces),
-the kernel runs unsandboxed with the same environment and limits, and every grade record
-says "not sandboxed"; with ``require`` set, grading refuses to run instead.
+the kernel runs unsandboxed with the same environment and limits (and dies with its grader
+where util-linux's ``setpriv`` is), and every grade record says "not sandboxed"; with
+``require`` set, grading refuses to run instead.
 """
 
 from __future__ import annotations
@@ -128,6 +129,13 @@ def _limits_prefix(limits: Limits) -> list[str]:
             f"--fsize={limits.file_mb * 2**20}", "--"]
 
 
+def _die_with_parent() -> list[str]:
+    """Without bubblewrap's ``--die-with-parent``: a kernel that outlives its grader (one that
+    killed it, say) is killed too, by ``setpriv --pdeathsig`` (Linux's util-linux)."""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
+
+
 def kernel_command(work: Path, ipc: Path, hide: list[Path], limits: Limits,
                    *, use_sandbox: bool = True, require: bool = False) -> tuple[list[str], bool]:
     """The argv of a grading kernel (``{connection_file}`` left for jupyter_client).
@@ -146,7 +154,7 @@ def kernel_command(work: Path, ipc: Path, hide: list[Path], limits: Limits,
                 "create namespaces here: install Debian's bubblewrap, or run where user "
                 "namespaces are allowed")
         env = ["env", "-i", *(f"{k}={v}" for k, v in _environment(work).items())]
-        return [*env, *_limits_prefix(limits), *python], False
+        return [*env, *_die_with_parent(), *_limits_prefix(limits), *python], False
     hidden = [Path(p) for p in HIDDEN] + [Path(tempfile.gettempdir()), Path("/tmp")]
     hidden += [Path(p).resolve() for p in hide]
     hidden = sorted({p for p in hidden if p.exists()}, key=lambda p: len(p.parts))
