@@ -146,8 +146,9 @@ def cluster_costs(course: Course, address: str, sample: list[Submission]) -> dic
 
     todo = [tasks.make_task(course, s) for s in sample]
     started = time.perf_counter()
-    bundles = runner.bundles_for(course, sorted({s.assignment for s in sample}), {})
-    prepare = (time.perf_counter() - started) / len(bundles)
+    assignments = sorted({s.assignment for s in sample})
+    bundle = runner.bundle_for(course, assignments, {})
+    prepare = time.perf_counter() - started
     dumps, loads = [], []
     for task in todo:
         start = time.perf_counter()
@@ -157,7 +158,7 @@ def cluster_costs(course: Course, address: str, sample: list[Submission]) -> dic
         pickle.loads(data)
         loads.append(time.perf_counter() - start)
     with Client(address) as client:
-        shipped = {n: client.scatter(b, broadcast=True, hash=False) for n, b in bundles.items()}
+        shipped = client.scatter(bundle, broadcast=True, hash=False)
         empty = []
         for _ in range(20):
             start = time.perf_counter()
@@ -166,17 +167,15 @@ def cluster_costs(course: Course, address: str, sample: list[Submission]) -> dic
         trips = []
         for task in todo * 2:  # the task's files travel; the bundle is on the worker already
             start = time.perf_counter()
-            client.submit(_payload, task, shipped[task.submission.assignment],
-                          pure=False).result()
+            client.submit(_payload, task, shipped, pure=False).result()
             trips.append(time.perf_counter() - start)
-        graded = [client.submit(_grade_timed, t, shipped[t.submission.assignment], pure=False)
-                  for t in todo]
+        graded = [client.submit(_grade_timed, t, shipped, pure=False) for t in todo]
         wait(graded)
         results = [f.result() for f in graded]
     outcome_bytes = [len(cloudpickle.dumps(o)) for o, _ in results]
     return dict(
-        prepare=prepare, bundle_kib=statistics.median(len(b.archive) for b in bundles.values())
-        / 1024, task_kib=statistics.median(len(cloudpickle.dumps(t)) for t in todo) / 1024,
+        prepare=prepare, assignments=len(assignments), bundle_kib=len(bundle.archive) / 1024,
+        task_kib=statistics.median(len(cloudpickle.dumps(t)) for t in todo) / 1024,
         outcome_kib=statistics.median(outcome_bytes) / 1024, dumps=statistics.median(dumps),
         loads=statistics.median(loads), empty_trip=statistics.median(empty),
         task_trip=statistics.median(trips), worker=statistics.median(s for _, s in results))
@@ -255,8 +254,8 @@ def main() -> None:
     print(f"  outcome (grades, autograded/, feedback/) pickled: {c['outcome_kib']:.1f} KiB")
     print(f"  scheduler round trip: empty task {c['empty_trip'] * 1e3:.1f} ms; with the "
           f"task's files {c['task_trip'] * 1e3:.1f} ms")
-    print(f"  once per assignment: prepare its bundle {c['prepare']:.2f} s, "
-          f"{c['bundle_kib']:.0f} KiB sent to every worker once")
+    print(f"  once per run: prepare its bundle ({c['assignments']} assignments) "
+          f"{c['prepare']:.2f} s, {c['bundle_kib']:.0f} KiB sent to every worker once")
     print(f"  a worker grades one submission in {c['worker']:.2f} s (one core)")
     print(f"  the main process merges one: SQLite {merge['sqlite'] * 1e3:.0f} ms, "
           f"PostgreSQL {merge['postgres'] * 1e3:.0f} ms")

@@ -2,11 +2,11 @@
 
 :func:`grade_class` is what ``autograd-course grade`` runs. It holds the gradebook's grading
 lock (a second run waits, :func:`.gradebook.exclusive`), skips the submissions already graded
-whose files have not changed (unless ``force``), and grades the rest as :mod:`.tasks`: each
-assignment's :class:`~.tasks.Bundle` goes to every worker once, each submission's files go
-with its task, and each result is merged into the course as it arrives
-(:meth:`.gradebook.Writer.merge`), in the main process only, so any gradebook URL works and
-workers share no files with it.
+whose files have not changed (unless ``force``), and grades the rest as :mod:`.tasks`: the
+run's :class:`~.tasks.Bundle` (one prepared course for all its assignments) goes to every
+worker once, each submission's files go with its task, and each result is merged into the
+course as it arrives (:meth:`.gradebook.Writer.merge`), in the main process only, so any
+gradebook URL works and workers share no files with it.
 
 - **Local processes** (the default): a pool of ``jobs`` processes started with
   ``forkserver`` (``spawn`` where there is none), which preloads the grader and torch once. A
@@ -49,24 +49,24 @@ class Summary:
     skipped: list[Submission] = field(default_factory=list)  # graded before, unchanged
 
 
-def bundles_for(course: Course, assignments: list[str], settings: dict) -> dict[str, Bundle]:
-    """Each assignment's prepared course, packed, with the grading settings workers need.
+def bundle_for(course: Course, assignments: list[str], settings: dict) -> Bundle:
+    """One prepared course for ``assignments``, packed, with the grading settings workers
+    need.
 
-    Each bundle has a SQLite gradebook of its own. The course's gradebook must know the
-    assignment as this source/ defines it: one that does not know it yet gets it
-    (as ``autograd-course release`` would do); one that knows other graded cells is refused
-    (source/ changed since the release).
+    It has a SQLite gradebook of its own (made once: nbgrader starts a new gradebook with an
+    ``alembic`` process of about 2 s). The course's gradebook must know each assignment as
+    this source/ defines it: one that does not know it yet gets it (as ``autograd-course
+    release`` would do); one that knows other graded cells is refused (source/ changed since
+    the release).
     """
     settings = {"secret": course.secret(), "hide_paths": [str(course.root)], **settings}
-    found = {}
     with tempfile.TemporaryDirectory(prefix="autograd-course-bundle-") as tmp:
+        folder = prepare(Path(tmp) / "course", course, assignments,
+                         db_url=tasks.sqlite_url(Path(tmp) / "course"))
         for name in assignments:
-            folder = Path(tmp) / name
-            prepare(folder, course, [name], db_url=tasks.sqlite_url(folder))
             gradebook.register(course, name, gradebook.cells(tasks.sqlite_url(folder), name,
                                                              course.course_id))
-            found[name] = Bundle(name, tasks.pack(folder), settings)
-    return found
+        return Bundle(tuple(assignments), tasks.pack(folder), settings)
 
 
 def grade_class(course: Course, submissions: list[Submission], *, jobs: int = 1,
@@ -88,10 +88,10 @@ def grade_class(course: Course, submissions: list[Submission], *, jobs: int = 1,
                 todo.append(task)
         if not todo:
             return summary
-        bundles = bundles_for(course, sorted({t.submission.assignment for t in todo}),
-                              settings or {})
-        results = (_on_cluster(todo, bundles, scheduler) if scheduler
-                   else _on_this_machine(todo, bundles, jobs))
+        bundle = bundle_for(course, sorted({t.submission.assignment for t in todo}),
+                            settings or {})
+        results = (_on_cluster(todo, bundle, scheduler) if scheduler
+                   else _on_this_machine(todo, bundle, jobs))
         with gradebook.Writer(course) as writer:
             for outcome in results:
                 if outcome.ok:
@@ -109,13 +109,13 @@ def grade_class(course: Course, submissions: list[Submission], *, jobs: int = 1,
 
 
 # -- worker processes on this machine ----------------------------------------------------
-_bundles: dict[str, Bundle] = {}
+_bundle: list[Bundle] = []  # the run's bundle, in a worker
 
 
-def _start(bundles: dict[str, Bundle], grader: int) -> None:
-    """A worker's start: keep the bundles, and exit if the grading run ``grader`` dies (a
+def _start(bundle: Bundle, grader: int) -> None:
+    """A worker's start: keep the bundle, and exit if the grading run ``grader`` dies (a
     worker left alone would block forever sending its result to no one)."""
-    _bundles.update(bundles)
+    _bundle[:] = [bundle]
 
     def watch() -> None:
         while True:
@@ -130,7 +130,7 @@ def _start(bundles: dict[str, Bundle], grader: int) -> None:
 
 
 def _grade_here(task: Task) -> Outcome:
-    return tasks.grade(task, _bundles[task.submission.assignment])
+    return tasks.grade(task, _bundle[0])
 
 
 def _context():
@@ -144,10 +144,10 @@ def _context():
     return multiprocessing.get_context("spawn")
 
 
-def _pool_run(todo: list[Task], bundles: dict[str, Bundle], jobs: int,
+def _pool_run(todo: list[Task], bundle: Bundle, jobs: int,
               broken: list[Task]) -> Iterator[Outcome]:
     with ProcessPoolExecutor(max_workers=max(1, min(jobs, len(todo))), mp_context=_context(),
-                             initializer=_start, initargs=(bundles, os.getpid())) as pool:
+                             initializer=_start, initargs=(bundle, os.getpid())) as pool:
         futures = {pool.submit(_grade_here, task): task for task in todo}
         for future in as_completed(futures):
             try:
@@ -156,32 +156,31 @@ def _pool_run(todo: list[Task], bundles: dict[str, Bundle], jobs: int,
                 broken.append(futures[future])
 
 
-def _on_this_machine(todo: list[Task], bundles: dict[str, Bundle], jobs: int
+def _on_this_machine(todo: list[Task], bundle: Bundle, jobs: int
                      ) -> Iterator[Outcome]:
     broken: list[Task] = []
-    yield from _pool_run(todo, bundles, jobs, broken)
+    yield from _pool_run(todo, bundle, jobs, broken)
     for task in broken:  # the pool broke: again, each alone
         again: list[Task] = []
-        yield from _pool_run([task], bundles, 1, again)
+        yield from _pool_run([task], bundle, 1, again)
         for left in again:
             yield Outcome(left.submission, False, left.digest, error=KILLED)
 
 
 # -- a Dask cluster ---------------------------------------------------------------------------
-def _on_cluster(todo: list[Task], bundles: dict[str, Bundle], scheduler: str
+def _on_cluster(todo: list[Task], bundle: Bundle, scheduler: str
                 ) -> Iterator[Outcome]:
     from distributed import Client
     from distributed import as_completed as dask_completed
     from distributed.scheduler import KilledWorker
 
     with Client(scheduler, timeout=60) as client:
-        shipped = {name: client.scatter(bundle, broadcast=True, hash=False)
-                   for name, bundle in bundles.items()}
+        shipped = client.scatter(bundle, broadcast=True, hash=False)
         futures = {}
         for task in todo:
             s = task.submission
             key = f"grade-{s.assignment}-{s.student}-{task.digest[:12]}"
-            futures[client.submit(tasks.grade, task, shipped[s.assignment], key=key,
+            futures[client.submit(tasks.grade, task, shipped, key=key,
                                   pure=False)] = task
         for future in dask_completed(futures):
             task = futures[future]

@@ -3,10 +3,10 @@
 A task runs in a worker process, on this machine or on a Dask worker elsewhere, with no
 shared file system. What it needs travels with it:
 
-- the :class:`Bundle` of its assignment: a prepared course (config, source, release and a
-  gradebook that knows the assignment, made by :func:`.release.prepare`) as one archive, with
-  the grading settings (the course's secret, limits). A worker unpacks a bundle once and
-  grades every submission of that assignment in it;
+- the run's :class:`Bundle`: a prepared course (config, source, release and a gradebook that
+  knows the run's assignments, made by :func:`.release.prepare`) as one archive, with the
+  grading settings (the course's secret, limits). A worker unpacks it once and grades every
+  submission of the run in it;
 - the :class:`Task`: the submission's files, as bytes.
 
 :func:`grade` runs nbgrader's own Autograde and GenerateFeedback on the submission in the
@@ -35,9 +35,10 @@ from autograd_course.grading.course import Course, Submission, tools_on_path
 
 @dataclass(frozen=True)
 class Bundle:
-    """A prepared course for one assignment, as it travels to workers."""
+    """The prepared course of one grading run (every assignment it grades), as it travels
+    to workers."""
 
-    assignment: str
+    assignments: tuple[str, ...]
     archive: bytes  # a tar.gz of the prepared course
     settings: dict  # JudgedExecute settings: secret, limits, folders to hide
 
@@ -126,7 +127,7 @@ def _course_of(bundle: Bundle):
 
         tools_on_path()
         warnings.simplefilter("ignore")  # nbgrader's SQLAlchemy notes; kernels' own chatter
-        folder = Path(tempfile.mkdtemp(prefix=f"autograd-course-{bundle.assignment}-",
+        folder = Path(tempfile.mkdtemp(prefix="autograd-course-grading-",
                                        dir=_scratch()))
         # removed when the process ends: a pool worker, a Dask worker or the main process
         multiprocessing.util.Finalize(None, shutil.rmtree, args=(folder,),
