@@ -13,7 +13,7 @@ PORT ?= 8888
 PYTEST_JOBS ?= 4
 PYTEST := $(BIN)/python -m pytest -n $(PYTEST_JOBS) --dist loadscope
 
-.PHONY: lab test test-fast lint demo install debian-packages kernel clean-venv
+.PHONY: lab test test-fast lint demo install debian-packages test-packages kernel clean-venv
 
 install: $(STAMP)
 
@@ -26,15 +26,16 @@ $(STAMP): requirements.txt requirements-dev.txt constraints.txt pyproject.toml
 	@touch $(STAMP)
 
 # Debian packages the course uses: Graphviz's `dot` draws the computation graphs; bubblewrap
-# sandboxes the student's kernel while it is graded; the tests run a PostgreSQL server for the
-# class-scale gradebook. As root (CI) install what is missing; otherwise say how, and go on
-# (graphs are then shown as text; grading runs unsandboxed and says so in every grade record).
-debian-packages:
-	@missing=""; \
-	command -v dot >/dev/null || missing="$$missing graphviz"; \
-	command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
-	command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
-	  || missing="$$missing postgresql"; \
+# sandboxes the student's kernel while it is graded; the tests (only) also run a PostgreSQL
+# server for the class-scale gradebook. As root (CI) install what is missing; otherwise say
+# how, and go on (graphs are then shown as text; grading runs unsandboxed and says so in every
+# grade record).
+DEBIAN_CHECK = command -v dot >/dev/null || missing="$$missing graphviz"; \
+	command -v bwrap >/dev/null || missing="$$missing bubblewrap";
+POSTGRES_CHECK = command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb \
+	>/dev/null 2>&1 || missing="$$missing postgresql";
+define install_missing
+	@missing=""; $(1) \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "Installing Debian packages:$$missing"; \
@@ -45,6 +46,13 @@ debian-packages:
 	    echo "  Install them with: sudo apt-get install$$missing  (Graphviz on macOS: brew install graphviz)"; \
 	  fi; \
 	fi
+endef
+
+debian-packages:
+	$(call install_missing,$(DEBIAN_CHECK))
+
+test-packages:
+	$(call install_missing,$(DEBIAN_CHECK) $(POSTGRES_CHECK))
 
 # Register the course kernel for the current user, so other Jupyter front ends find it too.
 kernel: $(STAMP)
@@ -58,12 +66,12 @@ lab: $(STAMP) debian-packages kernel
 	  --port=$(PORT) $(LAB_ARGS) \
 	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
-test: $(STAMP) debian-packages
+test: $(STAMP) test-packages
 	$(BIN)/ruff check .
 	$(PYTEST) $(PYTEST_ARGS)
 
 # Everything but whole-class grading, the services and the lessons' re-execution.
-test-fast: $(STAMP) debian-packages
+test-fast: $(STAMP) test-packages
 	$(BIN)/ruff check .
 	$(PYTEST) -m "not (class_grading or services or lesson_run)" $(PYTEST_ARGS)
 

@@ -93,10 +93,6 @@ def _type_name(value) -> str:
     return type(value).__name__
 
 
-def _graph_label(t) -> str:
-    return facts(t).grad_fn or "none"
-
-
 def _close(a, b, rtol, atol) -> bool:
     return bool(torch.allclose(a, b, rtol=rtol, atol=atol))
 

@@ -4,7 +4,7 @@
     autograd-course grade [ASSIGNMENT...] [--jobs N | --scheduler ADDRESS] [--student ID...]
                           [--zip FILE] [--force] [--require-sandbox]
     autograd-course check NOTEBOOK... [--student ID]     a learner's self-check
-    autograd-course demo [--out DIR]                     a dry run on a synthetic class
+    autograd-course demo [--assignment A] [--out DIR] [--jobs N]   a dry run, synthetic class
 
 Run it from the course root (or pass ``--course DIR``). Everything follows the course's
 nbgrader configuration (:class:`~autograd_course.grading.course.Course`): its directories and

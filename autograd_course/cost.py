@@ -252,13 +252,6 @@ class Saved:
     storage: int
     name: str | None = None
 
-    @property
-    def tensor_nbytes(self) -> int:
-        """The bytes of this tensor's own elements (less than :attr:`nbytes` for a slice)."""
-        numel = 1
-        for n in self.shape:
-            numel *= n
-        return numel * torch.empty((), dtype=self.dtype).element_size()
 
 
 class _Operations(TorchFunctionMode):

@@ -21,6 +21,8 @@ from autograd_course.grading.release import generate
 from autograd_course.testkit import classes as course
 
 ASSIGNMENT = "01_gradients"
+FULL = course.full_marks(Path(__file__).parent.parent / "source" / ASSIGNMENT
+                         / f"{ASSIGNMENT}.ipynb")
 CLASS = [("ada", "right"), ("blaise", "mistakes"), ("carl", "blank"), ("dora", "mixed"),
          ("fermat", "tamper")]
 
@@ -100,7 +102,7 @@ def test_parallel_scores_equal_serial_nbgrader(two_courses):
     assert parallel_scores.pop("zoe") == serial["ada"]
     assert parallel_scores.pop("mallory") == 0  # her kill attempt fails in the sandbox
     assert parallel_scores == serial
-    assert serial["ada"] == 7 and serial["carl"] == 0 and serial["fermat"] == 0
+    assert serial["ada"] == FULL and serial["carl"] == 0 and serial["fermat"] == 0
     for student, _ in CLASS:
         mine, theirs = (record.GradeRecord.read(c / "autograded" / student / ASSIGNMENT
                                                 / f"{ASSIGNMENT}{record.SUFFIX}")
@@ -192,7 +194,7 @@ def test_check_prints_points_and_messages(root, tmp_path):
     assert "FAIL q1_grad_of_test: 0/2  NotAnswered: the answer cell still raises" in (
         result.stdout)
     assert result.stderr == "", "nbgrader's own warnings stay out of a learner's way"
-    assert "total: 0/7" in result.stdout
+    assert f"total: 0/{FULL:g}" in result.stdout
 
 
 @pytest.mark.parametrize(("member", "says"), [
@@ -281,7 +283,7 @@ def test_grade_registers_a_new_assignment_and_refuses_a_changed_source(tmp_path,
     again = run("grade", ASSIGNMENT, "--force", cwd=tmp_path)
     assert again.returncode == 0, again.stderr[-2000:]
     with Course.load(tmp_path).gradebook() as gb:
-        assert gb.find_assignment(ASSIGNMENT).max_score == 8
+        assert gb.find_assignment(ASSIGNMENT).max_score == FULL + 1
 
 
 @pytest.mark.class_grading

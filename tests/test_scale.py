@@ -33,6 +33,8 @@ from autograd_course.testkit.postgres import Postgres
 pytestmark = pytest.mark.services
 
 ASSIGNMENT = "01_gradients"
+FULL = classes.full_marks(Path(__file__).parent.parent / "source" / ASSIGNMENT
+                          / f"{ASSIGNMENT}.ipynb")
 CLASS = synthetic.cycle_profiles(5)  # right, mistakes, blank, mixed, tamper
 
 
@@ -203,7 +205,7 @@ def test_a_submission_that_keeps_killing_workers_gets_zero_and_a_reason(cluster,
     assert "FAILED  mallory/01_gradients: KilledWorker" in result.stdout
     # her kernels, which outlived the workers they killed, died with them
     assert _orphaned_kernels(since=started) == []
-    assert classes.gradebook_scores(course, ASSIGNMENT) == {"ada": 7.0, "mallory": 0.0}
+    assert classes.gradebook_scores(course, ASSIGNMENT) == {"ada": FULL, "mallory": 0.0}
     record = (course / "autograded" / "mallory" / ASSIGNMENT / f"{ASSIGNMENT}.grading.json")
     assert "KilledWorker" in record.read_text()
 
@@ -261,7 +263,7 @@ def test_a_killed_run_resumes_without_regrading_and_manual_grades_survive(refere
     third = grade(course, "--jobs", "2")
     assert f"{len(CLASS) - 1} submissions were graded before" in third.stdout
     assert "1 submissions graded" in third.stdout
-    assert classes.gradebook_scores(course, ASSIGNMENT)["student003"] == 7.0
+    assert classes.gradebook_scores(course, ASSIGNMENT)["student003"] == FULL
 
     forced = grade(course, "--force", "--student", "student001")  # unchanged: graded again
     assert "1 submissions graded" in forced.stdout

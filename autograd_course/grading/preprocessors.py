@@ -224,13 +224,19 @@ def read_secret(root: str | Path) -> str:
     grader (the sandbox hides the course root from the kernel).
     """
     path = Path(root) / SECRET_FILE
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        pass
-    else:
-        with os.fdopen(fd, "w") as f:
+    if not path.exists():
+        # written whole, then linked into place: a process that starts meanwhile reads either
+        # no file (and links its own, or fails to and reads the winner's) or the whole secret
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=".grader-secret-",
+                                         delete=False) as f:
             f.write(secrets.token_hex(32) + "\n")
+        os.chmod(f.name, 0o600)
+        try:
+            os.link(f.name, path)
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(f.name)
     return path.read_text().strip()
 
 

@@ -21,15 +21,16 @@ from pathlib import Path
 
 from autograd_course import __version__
 from autograd_course.grading import record
-from autograd_course.grading.course import Course
+from autograd_course.grading.course import CONFIG_FILE, Course
 from autograd_course.grading.release import prepare
+from autograd_course.grading.tasks import sqlite_url
 
 CACHE = ".autograd-course-cache"
 
 
 def _fingerprint(course: Course, assignment: str) -> str:
     digest = hashlib.sha256(__version__.encode())
-    digest.update((course.root / "nbgrader_config.py").read_bytes())
+    digest.update((course.root / CONFIG_FILE).read_bytes())
     folder = course.directory("source", ".", assignment)
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
@@ -45,7 +46,11 @@ def prepared_course(course: Course, assignment: str) -> Path:
         return folder
     cache.mkdir(exist_ok=True)
     building = Path(tempfile.mkdtemp(prefix=f".building-{assignment}-", dir=cache))
-    prepare(building, course, [assignment], db_url=f"sqlite:///{building / 'gradebook.db'}")
+    try:
+        prepare(building, course, [assignment], db_url=sqlite_url(building))
+    except BaseException:
+        shutil.rmtree(building, ignore_errors=True)
+        raise
     try:
         building.rename(folder)
     except OSError:  # another check built it meanwhile
@@ -87,7 +92,7 @@ def check(root: Path, notebook: Path, student: str | None = None) -> list[record
                                     and not path.name.endswith(record.SUFFIX)):
                 shutil.copy2(path, folder / path.name)
         # A private SQLite gradebook: never the class's own, whatever the config names.
-        private = {"db_url": f"sqlite:///{work / 'gradebook.db'}"}
+        private = {"db_url": sqlite_url(work)}
         checking = Course.load(work, CourseDirectory=private,
                                JudgedExecute={"secret": course.secret(),
                                               "hide_paths": [str(course.root)]})

@@ -26,6 +26,7 @@ import shutil
 import sys
 import tarfile
 import tempfile
+import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -118,6 +119,8 @@ def write_files(folder: Path, files: dict[str, bytes]) -> None:
 
 # -- the worker side -----------------------------------------------------------------------
 _unpacked: dict[str, tuple[Path, object]] = {}  # bundle key -> (course folder, NbGraderAPI)
+_last_used: dict[str, float] = {}  # bundle key -> time.monotonic() of its last submission
+STALE_SECONDS = 3600  # a long-lived (Dask) worker removes courses no run has used for this long
 
 
 def _course_of(bundle: Bundle):
@@ -125,6 +128,8 @@ def _course_of(bundle: Bundle):
     if bundle.key not in _unpacked:
         from nbgrader.apps import NbGraderAPI
 
+        now = time.monotonic()
+        forget([key for key, used in _last_used.items() if now - used > STALE_SECONDS])
         tools_on_path()
         warnings.simplefilter("ignore")  # nbgrader's SQLAlchemy notes; kernels' own chatter
         folder = Path(tempfile.mkdtemp(prefix="autograd-course-grading-",
@@ -138,6 +143,7 @@ def _course_of(bundle: Bundle):
         course = Course.load(folder, JudgedExecute=bundle.settings,
                              CourseDirectory={"db_url": sqlite_url(folder)})
         _unpacked[bundle.key] = (folder, NbGraderAPI(config=course.config))
+    _last_used[bundle.key] = time.monotonic()
     return _unpacked[bundle.key]
 
 
@@ -154,17 +160,22 @@ def _scratch() -> str | None:
     return None
 
 
-def forget() -> None:
-    """Remove this process's unpacked courses now (a worker that must exit at once)."""
-    for folder, _ in _unpacked.values():
+def forget(keys: list[str] | None = None) -> None:
+    """Remove this process's unpacked courses (those of ``keys``; all by default: a worker
+    that must exit at once)."""
+    for key in list(_unpacked) if keys is None else keys:
+        folder, _ = _unpacked.pop(key)
+        _last_used.pop(key, None)
         shutil.rmtree(folder, ignore_errors=True)
-    _unpacked.clear()
 
 
 def grade(task: Task, bundle: Bundle) -> Outcome:
     """Autograde and give feedback on one submission in this worker's copy of the course."""
-    folder, api = _course_of(bundle)
     student, assignment = task.submission.student, task.submission.assignment
+    if assignment not in bundle.assignments:
+        raise ValueError(f"the bundle prepares {', '.join(bundle.assignments)}, "
+                         f"not {assignment}")
+    folder, api = _course_of(bundle)
     for step in ("submitted", "autograded", "feedback"):
         shutil.rmtree(folder / step / student, ignore_errors=True)
     write_files(folder / "submitted" / student / assignment, task.files)

@@ -60,6 +60,13 @@ def make_course(
     return Path(dest)
 
 
+def full_marks(source_notebook: Path) -> float:
+    """The points of all graded cells of an instructor notebook (what a right answer gets)."""
+    nb = nbformat.read(source_notebook, as_version=4)
+    return float(sum(cell.metadata.get("nbgrader", {}).get("points", 0) for cell in nb.cells
+                     if cell.metadata.get("nbgrader", {}).get("grade")))
+
+
 def reference_answers(source_notebook: Path) -> dict[str, str]:
     """Map each solution cell's grade_id to its reference code (markers removed)."""
     nb = nbformat.read(source_notebook, as_version=4)
