@@ -49,8 +49,8 @@ def sgd_trajectory(
     return xs
 
 
-def _inside(xs: Sequence[float], x_range: tuple[float, float]) -> list[float]:
-    """The iterates up to (not including) the first one that is outside ``x_range``."""
+def iterates_inside(xs: Sequence[float], x_range: tuple[float, float]) -> list[float]:
+    """The iterates up to (not including) the first one outside ``x_range`` or not finite."""
     inside = []
     for x in xs:
         if not (math.isfinite(x) and x_range[0] <= x <= x_range[1]):
@@ -76,7 +76,7 @@ def plot_iterates(
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 4))
     t = np.linspace(*x_range, 200)
-    inside = _inside(xs, x_range)
+    inside = iterates_inside(xs, x_range)
     with torch.no_grad():
         ax.plot(t, function(torch.tensor(t)).numpy(), color="tab:blue", label="f(x)")
         fx = [function(torch.tensor(x, dtype=torch.float64)).item() for x in inside]
@@ -109,7 +109,7 @@ def plot_steps(
     """
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 3))
-    inside = _inside(xs, x_range)
+    inside = iterates_inside(xs, x_range)
     if minimum is not None:
         ax.axhline(minimum, color="gray", ls="--", lw=1, label="minimum")
     ax.plot(range(len(inside)), inside, "o-", color="tab:red", ms=4, lw=1)

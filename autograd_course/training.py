@@ -132,16 +132,6 @@ def _value(function: Function, x: float) -> float:
         return float(function(torch.tensor(x, dtype=torch.float64)))
 
 
-def _shown(xs: Sequence[float], x_range: tuple[float, float]) -> list[float]:
-    """The iterates up to (not including) the first one outside ``x_range`` or not finite."""
-    shown = []
-    for x in xs:
-        if not (math.isfinite(x) and x_range[0] <= x <= x_range[1]):
-            break
-        shown.append(x)
-    return shown
-
-
 def plot_newton_vs_sgd(
     function: Function,
     runs: Mapping[float, tuple[Sequence[float], Sequence[float]]],
@@ -159,6 +149,8 @@ def plot_newton_vs_sgd(
     import matplotlib.pyplot as plt
     import numpy as np
 
+    from autograd_course.plots import iterates_inside
+
     fig, axes = plt.subplots(len(runs), 2, figsize=(11, 3.4 * len(runs)), squeeze=False,
                              width_ratios=(3, 2))
     t = np.linspace(*x_range, 400)
@@ -170,7 +162,7 @@ def plot_newton_vs_sgd(
         on_curve.plot(t, curve, color="gray", lw=1)
         longest = 1
         for (label, style, color), xs in zip(styles, paths, strict=True):
-            shown = _shown(xs, x_range)
+            shown = iterates_inside(xs, x_range)
             if len(shown) < len(xs):
                 label += f" (leaves the plot at step {len(shown)}: diverges)"
             values = [_value(function, x) for x in shown]
