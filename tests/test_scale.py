@@ -181,13 +181,22 @@ def test_a_worker_killed_mid_class_has_its_submission_graded_elsewhere_once(
     assert "FAILED" not in result.stdout
 
 
-def _orphaned_kernels(since: float) -> list[str]:
-    """Grading kernels started after ``since`` whose grader is gone (adopted by init)."""
-    time.sleep(1)
-    return [" ".join(p.info["cmdline"])
-            for p in psutil.process_iter(["cmdline", "ppid", "create_time"])
-            if p.info["ppid"] == 1 and "ipykernel_launcher" in (p.info["cmdline"] or [])
-            and p.info["create_time"] >= since]
+def _left_behind(matches, seconds: float = 10) -> list[str]:
+    """The command lines of processes that ``matches(info)`` still finds after ``seconds``
+    (an empty list as soon as none is left)."""
+    for _ in range(int(seconds * 10)):
+        left = [p.info for p in psutil.process_iter(["cmdline", "ppid", "create_time"])
+                if matches(p.info)]
+        if not left:
+            return []
+        time.sleep(0.1)
+    return [" ".join(info["cmdline"] or [])[:200] for info in left]
+
+
+def _orphaned_kernel(since: float):
+    """A grading kernel started after ``since`` whose grader is gone (adopted by init)."""
+    return lambda info: (info["ppid"] == 1 and info["create_time"] >= since
+                         and "ipykernel_launcher" in (info["cmdline"] or []))
 
 
 def test_a_submission_that_keeps_killing_workers_gets_zero_and_a_reason(cluster, tmp_path, root):
@@ -204,7 +213,7 @@ def test_a_submission_that_keeps_killing_workers_gets_zero_and_a_reason(cluster,
     assert result.returncode == 0, result.stderr[-2000:]
     assert "FAILED  mallory/01_gradients: KilledWorker" in result.stdout
     # her kernels, which outlived the workers they killed, died with them
-    assert _orphaned_kernels(since=started) == []
+    assert _left_behind(_orphaned_kernel(since=started)) == []
     assert classes.gradebook_scores(course, ASSIGNMENT) == {"ada": FULL, "mallory": 0.0}
     record = (course / "autograded" / "mallory" / ASSIGNMENT / f"{ASSIGNMENT}.grading.json")
     assert "KilledWorker" in record.read_text()
@@ -227,13 +236,7 @@ def test_a_killed_run_resumes_without_regrading_and_manual_grades_survive(refere
     first = markers(course)
     # its worker processes (and their forkserver, which names the course in its command line)
     # notice and exit: none is left blocked, writing a result that no one will read
-    for _ in range(100):
-        left = [p for p in psutil.process_iter(["cmdline"])
-                if str(course) in " ".join(p.info["cmdline"] or [])]
-        if not left:
-            break
-        time.sleep(0.1)
-    assert not left, [p.info["cmdline"][:3] for p in left]
+    assert _left_behind(lambda info: str(course) in " ".join(info["cmdline"] or [])) == []
     assert 2 <= len(first) < len(CLASS), first
     kept = {s: (course / "autograded" / s / ASSIGNMENT / f"{ASSIGNMENT}.grading.json"
                 ).stat().st_mtime_ns for s in first}
