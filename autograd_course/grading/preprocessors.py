@@ -235,8 +235,12 @@ def read_secret(root: str | Path) -> str:
             os.link(f.name, path)
         except FileExistsError:
             pass
+        except OSError:  # a file system without hard links: the last writer wins
+            if not path.exists():
+                os.replace(f.name, path)
         finally:
-            os.unlink(f.name)
+            if os.path.exists(f.name):
+                os.unlink(f.name)
     return path.read_text().strip()
 
 

@@ -23,9 +23,11 @@
 - limits from ``prlimit``: address space, CPU seconds, file size.
 
 Where bubblewrap is missing or cannot start (macOS, a container without user namespaces),
-the kernel runs unsandboxed with the same environment and limits (and dies with its grader
-where util-linux's ``setpriv`` is), and every grade record says "not sandboxed"; with
-``require`` set, grading refuses to run instead.
+the kernel runs unsandboxed with the same environment and limits, and every grade record
+says "not sandboxed"; with ``require`` set, grading refuses to run instead. There an honest
+kernel whose grader dies is killed too (``setpriv --pdeathsig``, where util-linux has it),
+but that is no defence: the kernel can undo it, and processes it starts may outlive grading
+with the grader's rights.
 """
 
 from __future__ import annotations
@@ -130,8 +132,9 @@ def _limits_prefix(limits: Limits) -> list[str]:
 
 
 def _die_with_parent() -> list[str]:
-    """Without bubblewrap's ``--die-with-parent``: a kernel that outlives its grader (one that
-    killed it, say) is killed too, by ``setpriv --pdeathsig`` (Linux's util-linux)."""
+    """Without bubblewrap's ``--die-with-parent``: a kernel that outlives its grader is killed
+    too, by ``setpriv --pdeathsig`` (Linux's util-linux). Tidiness, not a defence: the kernel
+    can undo it."""
     setpriv = shutil.which("setpriv")
     return [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
 

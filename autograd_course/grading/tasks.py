@@ -139,8 +139,12 @@ def _course_of(bundle: Bundle):
                                       kwargs={"ignore_errors": True}, exitpriority=1)
         with tarfile.open(fileobj=io.BytesIO(bundle.archive), mode="r:gz") as tar:
             tar.extractall(folder, filter="data")
-        # the bundle's own gradebook, whatever the course's db_url: workers never write to it
-        course = Course.load(folder, JudgedExecute=bundle.settings,
+        # the bundle's own gradebook, whatever the course's db_url: workers never write to it;
+        # kernels see none of the courses this worker unpacked (a Dask worker's folder may
+        # lie outside /tmp, which is hidden anyway), with other runs' students in them
+        settings = dict(bundle.settings, hide_paths=[*bundle.settings.get("hide_paths", []),
+                                                     str(folder.parent)])
+        course = Course.load(folder, JudgedExecute=settings,
                              CourseDirectory={"db_url": sqlite_url(folder)})
         _unpacked[bundle.key] = (folder, NbGraderAPI(config=course.config))
     _last_used[bundle.key] = time.monotonic()
