@@ -189,4 +189,12 @@ def test_the_sandbox_command_hides_and_binds_what_it_should(tmp_path):
     text = " ".join(argv)
     assert f"--tmpfs {course}" in text and f"--bind {work} {work}" in text
     assert "--unshare-net" in text and "--clearenv" in text and "--die-with-parent" in text
+    # the checkout that holds the package is not bound whole, even when it is on sys.path
+    # (the current folder under `python -m pytest`): its folders may be private (mode 0700)
+    checkout = sandbox.PACKAGE.parent
+    sys.path.insert(0, str(checkout))
+    try:
+        assert checkout not in sandbox._python_paths()
+    finally:
+        sys.path.remove(str(checkout))
     assert argv[-5:] == [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]

@@ -98,14 +98,20 @@ def _inside(path: Path, roots) -> Path | None:
 
 
 def _python_paths() -> list[Path]:
-    """What the kernel's Python needs to read: its installation and its import path."""
+    """What the kernel's Python needs to read: its installation and its import path.
+
+    An import-path folder that holds this package (the grader's working directory when it is
+    the package's checkout, e.g. ``python -m pytest`` there) is left out: the package is
+    bound on its own, kernel side only, and the rest of the checkout is not the kernel's.
+    """
     paths = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix),
              Path(os.path.realpath(sys.executable)).parent.parent}
     for name in ("stdlib", "platstdlib", "purelib", "platlib"):
         paths.add(Path(sysconfig.get_paths()[name]))
-    paths.update(Path(p) for p in sys.path if p and os.path.isdir(p))
-    return sorted({p.resolve() for p in paths if p.exists() and p.resolve() != PACKAGE},
-                  key=lambda p: len(p.parts))
+    paths = {p.resolve() for p in paths if p.exists()}
+    paths.update(p for p in (Path(e).resolve() for e in sys.path if e and os.path.isdir(e))
+                 if p != PACKAGE and p not in PACKAGE.parents)
+    return sorted(paths - {PACKAGE}, key=lambda p: len(p.parts))
 
 
 def _environment(work: Path) -> dict[str, str]:
