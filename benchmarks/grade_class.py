@@ -52,7 +52,7 @@ def floor(repeats: int = 3) -> float:
     from jupyter_client.kernelspec import KernelSpec
     from jupyter_core.utils import run_sync
 
-    from autograd_course.grading import preprocessors, sandbox
+    from autograd_course.grading import kernel, sandbox
 
     times = []
     for _ in range(repeats):
@@ -61,8 +61,8 @@ def floor(repeats: int = 3) -> float:
             argv, _ = sandbox.kernel_command(work, ipc, [ROOT], sandbox.Limits())
             spec = KernelSpec(argv=argv, language="python", interrupt_mode="message")
             start = time.perf_counter()
-            manager = preprocessors._GradingKernelManager(
-                kernel_name="k", kernel_spec_manager=preprocessors._OneKernelSpec(spec),
+            manager = kernel.GradingKernelManager(
+                kernel_name="k", kernel_spec_manager=kernel.OneKernelSpec(spec),
                 transport="ipc", ip=str(ipc / "kernel"), connection_file=str(ipc / "k.json"))
             run_sync(manager.start_kernel)(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             client = manager.blocking_client()

@@ -198,3 +198,66 @@ def test_the_sandbox_command_hides_and_binds_what_it_should(tmp_path):
     finally:
         sys.path.remove(str(checkout))
     assert argv[-5:] == [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+
+
+def _kernel_side_modules() -> dict[str, Path]:
+    """The kernel side of the package (sandbox.KERNEL_SIDE), by module name."""
+    modules = {}
+    for name in sandbox.KERNEL_SIDE:
+        path = sandbox.PACKAGE / name
+        for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            parts = file.relative_to(sandbox.PACKAGE.parent).with_suffix("").parts
+            modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = file
+    return modules
+
+
+def _package_imports(name: str, file: Path) -> set[str]:
+    """The modules of this package that a module imports, anywhere in it (in functions too,
+    and by name in a string, as importlib would)."""
+    import ast
+
+    package = name if file.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(file.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{anchor}.{base}" if base else anchor
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found.update(word.strip("'\"`()[],.:") for word in node.value.split()
+                         if word.startswith("autograd_course."))
+    return {m for m in found if m == "autograd_course" or m.startswith("autograd_course.")}
+
+
+def _kernel_side_violations() -> list[str]:
+    kernel_side = _kernel_side_modules()
+    # what the package's own __init__ defines (from autograd_course import __version__)
+    import ast
+
+    top = {t.id for node in ast.parse((sandbox.PACKAGE / "__init__.py").read_text()).body
+           if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)}
+    allowed = set(kernel_side) | {f"autograd_course.{name}" for name in top}
+    violations = []
+    for name, file in kernel_side.items():
+        for imported in _package_imports(name, file):
+            # a name imported from a kernel-side module (from .wire import Encoder) is fine
+            owner = imported
+            while owner not in allowed and owner.count(".") > 1:
+                owner = owner.rpartition(".")[0]
+            if owner not in allowed:
+                violations.append(f"{file.relative_to(sandbox.PACKAGE)} imports {imported}")
+    return violations
+
+
+def test_the_kernel_side_imports_only_the_kernel_side(monkeypatch):
+    assert {"autograd_course", "autograd_course.agent", "autograd_course.wire",
+            "autograd_course.checks", "autograd_course.hints"} <= set(_kernel_side_modules())
+    assert _kernel_side_violations() == [], "the grading kernel does not have these modules"
+    # the check itself finds a grader module imported by a kernel-side one
+    monkeypatch.setattr(sandbox, "KERNEL_SIDE", (*sandbox.KERNEL_SIDE, "cli.py"))
+    assert any("cli.py imports autograd_course.grading" in v for v in _kernel_side_violations())

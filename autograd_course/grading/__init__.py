@@ -12,9 +12,12 @@ class takes around them:
 - :mod:`.units` holds what one unit's tests use in the judge: checks, reference computations;
 - :mod:`.scan` reads the student's code outside the kernel and flags it for review;
 - :mod:`.preprocessors` ties them into nbgrader, survives hostile notebooks, writes the grade
-  record, and keeps hidden tests out of the feedback;
+  record, and keeps hidden tests out of the feedback (one class per module);
+- :mod:`.kernel` starts the grading kernel from the sandbox's command line, logs and watches it
+  (the one module that relies on private parts of jupyter_client and nbclient);
 - :mod:`.record` reads and writes the per-notebook grade records;
-- :mod:`.course` is the course as nbgrader is configured for it (folders, gradebook URL);
+- :mod:`.course` is the course as nbgrader is configured for it (folders, gradebook URL,
+  the grader's secret);
 - :mod:`.release` makes the student versions, the one way;
 - :mod:`.tasks`, :mod:`.runner` and :mod:`.gradebook` grade a class in worker processes or on a
   Dask cluster and merge the results into the gradebook, resumably;

@@ -13,17 +13,48 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import secrets
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from traitlets.config import Config
 
 CONFIG_FILE = "nbgrader_config.py"
+SECRET_FILE = ".grader-secret"
 
 
 class CourseError(Exception):
     """The course cannot be used as it is (no config, an unknown assignment...)."""
+
+
+def read_secret(root: str | Path) -> str:
+    """The grader's secret of the course at ``root`` (``.grader-secret``), made on first use.
+
+    It seeds the hidden tests' inputs: with it, a submission is always graded on the same
+    inputs (so a regrade or a self-check agrees with the grade), and it never leaves the
+    grader (the sandbox hides the course root from the kernel).
+    """
+    path = Path(root) / SECRET_FILE
+    if not path.exists():
+        # written whole, then linked into place: a process that starts meanwhile reads either
+        # no file (and links its own, or fails to and reads the winner's) or the whole secret
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=".grader-secret-",
+                                         delete=False) as f:
+            f.write(secrets.token_hex(32) + "\n")
+        os.chmod(f.name, 0o600)
+        try:
+            os.link(f.name, path)
+        except FileExistsError:
+            pass
+        except OSError:  # a file system without hard links: the last writer wins
+            if not path.exists():
+                os.replace(f.name, path)
+        finally:
+            if os.path.exists(f.name):
+                os.unlink(f.name)
+    return path.read_text().strip()
 
 
 def tools_on_path() -> None:
@@ -129,8 +160,6 @@ class Course:
 
     def secret(self) -> str:
         """The course's grading secret (seeds hidden inputs; see JudgedExecute.secret)."""
-        from autograd_course.grading.preprocessors import read_secret
-
         configured = self.config.JudgedExecute.get("secret")
         return configured or read_secret(self.root)
 

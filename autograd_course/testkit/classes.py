@@ -21,7 +21,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograd_course.grading.preprocessors import read_secret
+from autograd_course.grading.course import read_secret
 
 SOLUTION_MARKERS = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$")
 

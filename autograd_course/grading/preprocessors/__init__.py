@@ -1,0 +1,28 @@
+"""nbgrader preprocessors that grade untrusted notebooks; the course's nbgrader_config.py uses them.
+
+One class per module, as in nbgrader's own ``preprocessors`` package:
+
+- reading (:mod:`.exporter`): :class:`TolerantNotebookExporter` grades a file that is not a
+  valid notebook as an empty submission instead of stopping;
+- sanitize stage, before the notebook runs (:mod:`.repair`): :class:`RepairSubmission` puts
+  back cells a student deleted and notes edited locked cells;
+- autograde stage: :class:`JudgedExecute` (:mod:`.execute`) runs the student's cells in a
+  sandboxed kernel and the test cells in the judge, outside that kernel, and writes each test
+  cell's verdict as its outputs; :class:`RecordResults` (:mod:`.results`) writes the grade
+  record (scores, diagnoses, notes, flags for review) and puts each diagnostic into the
+  gradebook comment that the feedback shows;
+- feedback (:mod:`.feedback`): :class:`HideHiddenTests` removes hidden-test code and
+  tracebacks from the feedback.
+
+The kernel's provisioning (started in the sandbox, logged, watched) is :mod:`..kernel`.
+"""
+
+from .cells import cell_role
+from .execute import NOT_SANDBOXED, PASSED, JudgedExecute
+from .exporter import TolerantNotebookExporter
+from .feedback import HideHiddenTests, strip_hidden_tests
+from .repair import RepairSubmission
+from .results import RecordResults
+
+__all__ = ["NOT_SANDBOXED", "PASSED", "HideHiddenTests", "JudgedExecute", "RecordResults",
+           "RepairSubmission", "TolerantNotebookExporter", "cell_role", "strip_hidden_tests"]

@@ -1,0 +1,76 @@
+"""What the course's preprocessors need to know about a notebook's cells.
+
+nbgrader marks cells in their metadata (``nbgrader.grade``, ``solution``, ``locked``,
+``grade_id``); the grader reads them through these helpers, and finds the student version of a
+notebook (the cells a submission should hold) in release/.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+from nbformat.notebooknode import NotebookNode
+from nbgrader import utils
+from nbgrader.coursedir import CourseDirectory
+
+#: The key of the course's own entries in nbgrader's ``resources``.
+META = "autograd_course"
+
+
+def grade_id(cell: NotebookNode) -> str | None:
+    """The nbgrader id of a cell, or None."""
+    return cell.metadata.get("nbgrader", {}).get("grade_id")
+
+
+def is_test_cell(cell: NotebookNode) -> bool:
+    """Whether a cell is an autograded test cell (graded, not a solution)."""
+    return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
+
+
+def cell_role(cell: NotebookNode) -> str:
+    """What a cell is to the grader: "test", "locked" (trusted code), "answer" or "text"."""
+    if cell.cell_type != "code":
+        return "text"
+    if is_test_cell(cell):
+        return "test"
+    meta = cell.metadata.get("nbgrader", {})
+    if meta.get("locked") and not meta.get("solution"):
+        return "locked"
+    return "answer"
+
+
+def error_output(ename: str, evalue: str) -> NotebookNode:
+    """An error output whose traceback is its one line."""
+    return nbformat.v4.new_output(
+        "error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"]
+    )
+
+
+def short(exc: BaseException, limit: int = 160) -> str:
+    """An exception on one line: its type and the first line of its message, cut short."""
+    text = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def course_paths(config, resources) -> tuple[CourseDirectory, str, str]:
+    """The course directory, the assignment and the notebook nbgrader is working on."""
+    coursedir = CourseDirectory(config=config)
+    info = resources.get("nbgrader", {})
+    return coursedir, info.get("assignment", ""), info.get("notebook", "")
+
+
+def release_notebook(coursedir: CourseDirectory, assignment: str, notebook: str
+                     ) -> NotebookNode | None:
+    """Return the student version of a notebook from release/, or None when it is missing."""
+    path = Path(coursedir.format_path(coursedir.release_directory, ".", assignment)) / (
+        notebook + ".ipynb"
+    )
+    if not path.is_file():
+        return None
+    return nbformat.read(path, as_version=4)
+
+
+def notes(nb: NotebookNode) -> list[str]:
+    """The grader's notes on a notebook (what it repaired), kept in its metadata."""
+    return nb.metadata.setdefault(META, {}).setdefault("notes", [])

@@ -1,0 +1,106 @@
+"""Recording a graded notebook: its grade record, and each diagnostic as a gradebook comment."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from nbformat.notebooknode import NotebookNode
+from nbgrader import utils
+from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.preprocessors import NbGraderPreprocessor
+
+from autograd_course.grading import record
+
+from .cells import META, cell_role, course_paths, grade_id, is_test_cell
+
+
+class RecordResults(NbGraderPreprocessor):
+    """Write the grade record of the notebook and put each diagnostic in the gradebook.
+
+    The record (``<notebook>.grading.json`` beside the autograded notebook) lists every test
+    cell with its points, score, message and diagnosis code, the notes on repaired cells and
+    on the sandbox, and the flags of the code scan; the message also becomes the auto-comment
+    of the question's solution cell, which nbgrader's feedback shows. A question whose code
+    the scan flagged is marked as needing a manual grade, so formgrader shows it; its score
+    stays what the judge gave.
+    """
+
+    def preprocess(self, nb, resources):
+        coursedir, assignment, notebook = course_paths(self.config, resources)
+        student = resources["nbgrader"]["student"]
+        state = resources.get(META, {})
+        diagnoses = state.get("diagnoses", {})
+        questions = []
+        solution_of = {}
+        last_solution = None
+        for cell in nb.cells:
+            if utils.is_solution(cell):
+                last_solution = grade_id(cell)
+            if is_test_cell(cell):
+                score, points = utils.determine_grade(cell, self.log)
+                cell_id = grade_id(cell)
+                questions.append(dict(
+                    question=cell_id, points=points, score=score, passed=score == points,
+                    message=record.diagnostic(cell.outputs),
+                    diagnosis=diagnoses.get(cell_id) or ("" if score == points else "error"),
+                ))
+                if last_solution:
+                    solution_of[cell_id] = last_solution
+        data = record.GradeRecord(
+            student=student,
+            assignment=assignment,
+            notebook=notebook,
+            questions=questions,
+            flags=state.get("flags", []),
+            notes=state.get("notes", []),
+            failure=state.get("failure"),
+            sandboxed=state.get("sandboxed", False),
+            errors=_cell_errors(nb),
+        )
+        directory = Path(coursedir.format_path(coursedir.autograded_directory, student, assignment))
+        data.write(directory / f"{notebook}{record.SUFFIX}")
+        for flag in data.flags:
+            self.log.warning("FLAGGED %s/%s/%s: %s", student, assignment, notebook, flag)
+        if not data.sandboxed:
+            self.log.warning("NOT SANDBOXED %s/%s/%s", student, assignment, notebook)
+        self._write_gradebook(resources, notebook, assignment, student, questions, solution_of,
+                              set(state.get("flagged", [])))
+        return nb, resources
+
+    def _write_gradebook(self, resources, notebook, assignment, student, questions,
+                         solution_of, flagged):
+        messages: dict[str, list[str]] = {}  # the diagnoses of a solution cell's failed tests
+        for question in questions:
+            solution = solution_of.get(question["question"])
+            if solution is not None and not question["passed"]:
+                messages.setdefault(solution, []).append(question["message"])
+        with Gradebook(resources["nbgrader"]["db_url"]) as gradebook:
+            for question in questions:
+                if question["question"] in flagged:
+                    with contextlib.suppress(MissingEntry):
+                        gradebook.find_grade(question["question"], notebook, assignment,
+                                             student).needs_manual_grade = True
+            for solution, texts in messages.items():
+                with contextlib.suppress(MissingEntry):
+                    gradebook.find_comment(solution, notebook, assignment,
+                                           student).auto_comment = "\n".join(texts)
+            gradebook.db.commit()
+
+
+def _cell_errors(nb: NotebookNode) -> list[str]:
+    """The errors the student's own cells raised: "cell: Type: message", cut short."""
+    errors = []
+    for index, cell in enumerate(nb.cells):
+        if cell_role(cell) != "answer":
+            continue
+        for output in cell.get("outputs", []):
+            if output.output_type == "error":
+                where = grade_id(cell) or f"cell {index + 1}"
+                errors.append(f"{where}: {record.shorten(_error_text(output), 200)}")
+    return errors
+
+
+def _error_text(output) -> str:
+    value = record.strip_ansi(str(output.get("evalue", ""))).strip()
+    return f"{output.get('ename')}: {value}" if value else str(output.get("ename"))
