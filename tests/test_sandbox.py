@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import sys
 from pathlib import Path
@@ -32,6 +33,34 @@ def write(path):
     with open(path, "a") as f:
         f.write("x")
     return "written"
+def fill(path):  # write until the folder is full; the MiB written
+    written = 0
+    try:
+        with open(path, "wb") as f:
+            while written < 4096:
+                f.write(b"x" * 2**20)
+                f.flush()
+                written += 1
+    except OSError:
+        pass
+    os.remove(path)
+    return written
+def flood():  # start processes until refused; how many started
+    import signal, time
+    children = []
+    try:
+        for _ in range(2000):
+            pid = os.fork()
+            if pid == 0:
+                time.sleep(30)
+                os._exit(0)
+            children.append(pid)
+    except OSError:
+        pass
+    for pid in children:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    return len(children)
 def connect(port, host="127.0.0.1"):
     socket.create_connection((host, port), timeout=2).close()
     return "connected"
@@ -46,7 +75,19 @@ if HOSTILE:  # only where the sandbox holds: unsandboxed, these would really do 
     "write_tmp": attempt(lambda: write("/tmp/own.txt")),
     "course_listing": attempt(lambda: os.listdir(COURSE)),
     "grader_tmp_visible": os.path.exists(GRADER_TMP),
-    "home_listing": attempt(lambda: os.listdir("/root") + os.listdir("/home")),
+    "home_listing": attempt(lambda: [n for d in ("/root", "/home") if os.path.isdir(d)
+                                     for n in os.listdir(d)]),
+    "unlisted_visible": os.path.exists(UNLISTED),
+    "root_listing": attempt(lambda: sorted(os.listdir("/"))),
+    "etc_listing": attempt(lambda: sorted(os.listdir("/etc"))),
+    "write_root": attempt(lambda: write("/probe.txt")),
+    "write_dev": attempt(lambda: write("/dev/probe.txt")),
+    "write_sockets": attempt(lambda: write(os.path.join(os.path.dirname(
+        sys.argv[sys.argv.index("-f") + 1]), "probe.txt"))),
+    "fill_work": fill("filler.bin"),
+    "fill_tmp": fill("/tmp/filler.bin"),
+    "fill_shm": fill("/dev/shm/filler.bin"),
+    "processes_started": flood(),
     "shadow": attempt(lambda: open("/etc/shadow").read()),
     "grader_port": attempt(lambda: connect(PORT)),
     "internet": attempt(lambda: connect(80, "1.1.1.1")),
@@ -70,18 +111,27 @@ GRADER_MODULES = ["autograd_course.grading.judge", "autograd_course.grading.unit
                   "autograd_course.engine_pictures", "autograd_course.training"]
 
 
-def _probe_notebook(course: Path, grader_tmp: Path, port: int, hostile: bool
+def _probe_notebook(course: Path, grader_tmp: Path, port: int, hostile: bool, unlisted: Path
                     ) -> nbformat.NotebookNode:
     constants = (f"PACKAGE = {str(Path(autograd_course.__file__).parent)!r}\n"
                  f"KERNEL_SIDE = {KERNEL_MODULES!r}\nGRADER_SIDE = {GRADER_MODULES!r}\n"
                  f"COURSE = {str(course)!r}\nGRADER_TMP = {str(grader_tmp)!r}\nPORT = {port}\n"
-                 f"HOSTILE = {hostile}\n")
+                 f"HOSTILE = {hostile}\nUNLISTED = {str(unlisted)!r}\n")
     memory = ("try:\n    hog = bytearray(3 * 2**30)\n    print('allocated')\n"
               "except MemoryError:\n    print('MemoryError')")
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(constants + PROBE),
                                          nbformat.v4.new_code_cell(memory)])
     nb.metadata.kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
     return nb
+
+
+def _unlisted_folder() -> Path:
+    """A folder the sandbox's allowlist does not name, as another course's checkout would be:
+    beside the Python installation when that is in a home folder, else in /opt."""
+    for parent in (Path("/opt"), Path.home()):
+        if os.access(parent, os.W_OK):
+            return parent / f"autograd-course-probe-{os.getpid()}"
+    raise AssertionError("no writable folder outside /tmp to put the probe's file in")
 
 
 def _run(tmp_path, **settings):
@@ -92,6 +142,9 @@ def _run(tmp_path, **settings):
     (submission / "data.txt").write_text("a file the student submitted")
     grader_tmp = tmp_path / "grader-scratch"
     grader_tmp.mkdir()
+    unlisted = _unlisted_folder() / "nbgrader_config.py"
+    unlisted.parent.mkdir()
+    unlisted.write_text("# another course's configuration\n")
     server = socket.create_server(("127.0.0.1", 0))
     config = Config()
     config.CourseDirectory.root = str(course)
@@ -102,13 +155,15 @@ def _run(tmp_path, **settings):
     resources = {"nbgrader": {"student": "s", "assignment": "a", "notebook": "n"},
                  "metadata": {"path": str(submission)}}
     nb = _probe_notebook(course, grader_tmp, server.getsockname()[1],
-                         hostile=settings.get("sandbox", True))
+                         hostile=settings.get("sandbox", True), unlisted=unlisted)
     os.environ["AUTOGRAD_COURSE_TEST_TOKEN"] = "grader-only"
     try:
         nb, resources = JudgedExecute(config=config).preprocess(nb, resources)
     finally:
         del os.environ["AUTOGRAD_COURSE_TEST_TOKEN"]
         server.close()
+        shutil.rmtree(unlisted.parent, ignore_errors=True)
+    assert nb.cells[0].outputs, (resources["autograd_course"], nb.cells[0].outputs)
     report = json.loads(nb.cells[0].outputs[-1]["text"])
     memory = nb.cells[1].outputs[-1]["text"].strip()
     return report, memory, resources["autograd_course"]
@@ -118,7 +173,7 @@ def _run(tmp_path, **settings):
 def sandboxed(tmp_path_factory):
     assert sandbox.bubblewrap(), ("bubblewrap (bwrap) is required to test the sandbox: "
                                   "`make test` installs Debian's bubblewrap when run as root")
-    return _run(tmp_path_factory.mktemp("sandbox"))
+    return _run(tmp_path_factory.mktemp("sandbox"), max_processes=64, disk_mb=32)
 
 
 def test_the_package_is_read_only_and_the_course_is_hidden(sandboxed):
@@ -142,6 +197,27 @@ def test_the_kernel_imports_the_kernel_side_of_the_package_only(sandboxed):
     assert set(listing) == set(sandbox.KERNEL_SIDE)  # no __pycache__, no grading/
 
 
+def test_the_kernel_sees_only_what_the_allowlist_names(sandboxed):
+    report, _, _ = sandboxed
+    assert report["unlisted_visible"] is False  # another course's config, outside the list
+    top = set(eval(report["root_listing"]))
+    named = {Path(p).parts[1] for paths in sandbox.allowlist().values() for p in paths}
+    assert top <= named | {"dev", "proc", "tmp", "etc"}, top - named
+    assert not top & {"home", "srv", "var", "mnt", "media", "run", "boot", "opt"} - named
+    assert set(eval(report["etc_listing"])) <= set(sandbox.ETC) | {"passwd", "group"}
+
+
+def test_the_kernels_folders_have_sizes_and_its_processes_a_limit(sandboxed):
+    report, _, _ = sandboxed
+    assert report["write_root"] == report["write_dev"] == "OSError"  # read-only file systems
+    if os.geteuid() == 0:  # once the kernel is up, its socket folder is the grader's
+        assert report["write_sockets"] == "PermissionError"
+    assert 1 <= report["fill_work"] <= 32 and 1 <= report["fill_tmp"] <= 32  # disk_mb = 32
+    assert report["fill_shm"] <= sandbox.SHM_MB
+    if os.geteuid() == 0:  # a user per kernel: the limit (64 here) counts its own processes
+        assert 0 < report["processes_started"] < 64
+
+
 def test_the_kernel_writes_only_its_own_folders(sandboxed, tmp_path):
     report, _, _ = sandboxed
     assert report["write_work"] == "'written'" and report["write_tmp"] == "'written'"
@@ -159,12 +235,12 @@ def test_no_network_no_other_processes_no_grader_environment(sandboxed):
     assert report["kill_parent"] == "PermissionError" or report["kill_parent"] == "None"
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="the kernel drops to uid 65534 only when the "
+@pytest.mark.skipif(os.geteuid() != 0, reason="the kernel has a user of its own only when the "
                     "grader is root (CI is); otherwise it keeps the grader's uid in a namespace")
-def test_as_root_the_kernel_is_an_unprivileged_user(sandboxed):
+def test_as_root_the_kernel_is_an_unprivileged_user_of_its_own(sandboxed):
     report, _, _ = sandboxed
-    assert report["uid"] == sandbox.NOBODY
-    assert report["shadow"] == "PermissionError"
+    assert report["uid"] in sandbox.KERNEL_UIDS
+    assert report["shadow"] == "FileNotFoundError"  # not on the allowlist
 
 
 def test_memory_is_limited(sandboxed):
@@ -180,21 +256,24 @@ def test_without_the_sandbox_grading_says_so_or_refuses(tmp_path):
         _run(tmp_path / "refused", sandbox=False, require_sandbox=True)
 
 
-def test_the_sandbox_command_hides_and_binds_what_it_should(tmp_path):
-    work, ipc = sandbox.prepare_folders(tmp_path / "k")
+def test_the_sandbox_command_binds_only_what_it_should(tmp_path):
+    folders = sandbox.prepare_folders(tmp_path / "k")
     course = tmp_path / "course"
     course.mkdir()
-    argv, sandboxed = sandbox.kernel_command(work, ipc, [course], sandbox.Limits())
+    argv, sandboxed = sandbox.kernel_command(folders, sandbox.Limits(), private=[course])
     assert sandboxed and argv[0].endswith("bwrap")
     text = " ".join(argv)
-    assert f"--tmpfs {course}" in text and f"--bind {work} {work}" in text
+    assert "--ro-bind / /" not in text and str(course) not in text
+    assert f"--bind {folders.ipc} {folders.ipc}" in text
+    assert f"--tmpfs {folders.work}" in text and f"--ro-bind {folders.files} {folders.files}" in text
     assert "--unshare-net" in text and "--clearenv" in text and "--die-with-parent" in text
+    assert "--remount-ro / " in text
     # the checkout that holds the package is not bound whole, even when it is on sys.path
     # (the current folder under `python -m pytest`): its folders may be private (mode 0700)
     checkout = sandbox.PACKAGE.parent
     sys.path.insert(0, str(checkout))
     try:
-        assert checkout not in sandbox._python_paths()
+        assert checkout not in sandbox.python_paths()
     finally:
         sys.path.remove(str(checkout))
     assert argv[-5:] == [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
@@ -261,3 +340,11 @@ def test_the_kernel_side_imports_only_the_kernel_side(monkeypatch):
     # the check itself finds a grader module imported by a kernel-side one
     monkeypatch.setattr(sandbox, "KERNEL_SIDE", (*sandbox.KERNEL_SIDE, "cli.py"))
     assert any("cli.py imports autograd_course.grading" in v for v in _kernel_side_violations())
+
+
+def test_two_kernels_never_share_a_user():
+    with sandbox.kernel_user() as first, sandbox.kernel_user() as second:
+        if os.geteuid() == 0:
+            assert first != second and {first, second} <= set(sandbox.KERNEL_UIDS)
+        else:
+            assert first is second is None

@@ -14,6 +14,7 @@ says what it relies on, so that an upgrade that breaks one is found here.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from dataclasses import dataclass, field
@@ -33,9 +34,11 @@ MAX_MESSAGE = 256 * 2**20
 
 
 class GradingKernelManager(AsyncKernelManager):
-    """A kernel manager whose connection file the sandboxed kernel's user can read, and whose
-    clients refuse messages over :data:`MAX_MESSAGE` (a kernel flooding its outputs cannot
-    fill the grader's memory with them)."""
+    """A kernel manager whose connection file the sandboxed kernel's user (``owner``) can
+    read, and whose clients refuse messages over :data:`MAX_MESSAGE` (a kernel flooding its
+    outputs cannot fill the grader's memory with them)."""
+
+    owner: int = sandbox.NOBODY
 
     def _context_default(self):
         # jupyter_client (private): the traitlets default of ``context``, the zmq context every
@@ -47,7 +50,7 @@ class GradingKernelManager(AsyncKernelManager):
     def write_connection_file(self, **kwargs) -> None:
         super().write_connection_file(**kwargs)
         if os.geteuid() == 0:
-            os.chown(self.connection_file, sandbox.NOBODY, sandbox.NOBODY)
+            os.chown(self.connection_file, self.owner, self.owner)
 
 
 class OneKernelSpec(KernelSpecManager):
@@ -61,9 +64,40 @@ class OneKernelSpec(KernelSpecManager):
         return self.spec
 
 
+def private_bytes(pid: int) -> int:
+    """The memory a process has to itself (its private pages, resident or swapped), from
+    ``/proc/PID/smaps_rollup``: unlike its resident size, pages it shares with its parent
+    after a fork, or with other processes (the libraries), are not counted."""
+    try:
+        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        import psutil
+
+        return psutil.Process(pid).memory_info().rss  # not Linux, or gone: its resident size
+    total = 0
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key in ("Private_Clean", "Private_Dirty", "Swap"):
+            total += int(value.split()[0]) * 1024
+    return total
+
+
+def tree_private_bytes(pid: int) -> int:
+    """:func:`private_bytes` of a process and all its descendants."""
+    import psutil
+
+    process = psutil.Process(pid)
+    total = private_bytes(pid)
+    for child in process.children(recursive=True):
+        with contextlib.suppress(psutil.Error, ProcessLookupError, ValueError):
+            total += private_bytes(child.pid)
+    return total
+
+
 @dataclass
 class Watchdog:
-    """Kills a kernel (and every process it started) that uses more than ``limit_mb``."""
+    """Kills a kernel (and every process it started) whose private memory, all its processes
+    together, passes ``limit_mb``."""
 
     limit_mb: int
     killed: str | None = None
@@ -84,9 +118,7 @@ class Watchdog:
         try:
             process = psutil.Process(pid)
             while process.is_running() and not self._stop.is_set():
-                rss = process.memory_info().rss + sum(
-                    c.memory_info().rss for c in process.children(recursive=True))
-                if rss > limit:
+                if tree_private_bytes(pid) > limit:
                     self.killed = f"the kernel used more than {self.limit_mb} MiB"
                     for child in process.children(recursive=True):
                         child.kill()
@@ -99,12 +131,12 @@ class Watchdog:
 
 @dataclass
 class KernelPlan:
-    """How to start one grading kernel: its command line and its folders."""
+    """How to start one grading kernel: its command line, its folders and its user."""
 
     argv: list[str]
-    work: Path
-    ipc: Path
+    folders: sandbox.Folders
     memory_limit_mb: int
+    uid: int | None = None
     log: object = None
 
 
@@ -147,16 +179,18 @@ class SandboxedExecute(Execute):
         self.kernel_name = GRADING_KERNEL
         self.km = GradingKernelManager(
             kernel_name=GRADING_KERNEL, kernel_spec_manager=OneKernelSpec(spec),
-            transport="ipc", ip=str(plan.ipc / "kernel"),
-            connection_file=str(plan.ipc / "kernel.json"), config=self.config)
+            transport="ipc", ip=str(plan.folders.ipc / "kernel"),
+            connection_file=str(plan.folders.ipc / "kernel.json"), config=self.config)
+        self.km.owner = sandbox.NOBODY if plan.uid is None else plan.uid
         return self.km
 
     async def async_start_new_kernel(self, **kwargs):
         # The kernel's own stdout and stderr (not the notebook's outputs) go to a log, which
         # is quoted when the kernel fails to start. nbclient passes these keyword arguments
         # through ``AsyncKernelManager.start_kernel`` to the provisioner's ``Popen``.
-        self._plan.log = open(self._plan.work.parent / "kernel.log", "wb")  # noqa: SIM115
-        kwargs.update(cwd=str(self._plan.work), stdout=self._plan.log, stderr=self._plan.log)
+        folders = self._plan.folders
+        self._plan.log = open(folders.base / "kernel.log", "wb")  # noqa: SIM115
+        kwargs.update(cwd=str(folders.work), stdout=self._plan.log, stderr=self._plan.log)
         return await super().async_start_new_kernel(**kwargs)
 
     start_new_kernel = run_sync(async_start_new_kernel)
@@ -164,6 +198,7 @@ class SandboxedExecute(Execute):
     def start_new_kernel_client(self):
         client = super().start_new_kernel_client()
         self.kernel_started = True
+        sandbox.lock_sockets(self._plan.folders)  # its sockets are made: no more files there
         pid = self.kernel_pid()
         if pid is not None:
             self.watchdog.watch(pid)

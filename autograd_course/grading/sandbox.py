@@ -1,26 +1,30 @@
 """The sandbox a student's kernel runs in while it is graded: bubblewrap, and limits.
 
 :func:`kernel_command` returns the command line of a grading kernel. With bubblewrap
-(Debian's ``bubblewrap``; ``make`` installs it as root) the kernel sees:
+(Debian's ``bubblewrap``; ``make`` installs it as root) the kernel's file system is built from
+an **allowlist** (:func:`allowlist`): nothing of the host is there unless it is named.
 
-- the system and the Python installation read-only (``--ro-bind / /``);
-- no course: the course root (source/, the gradebook, submitted/, autograded/), the
-  exchange, the grader's temporary folders, home directories, ``/run`` (service sockets)
-  and ``/var/lib`` are hidden under empty file systems; only the Python environment is
-  bound back, read-only;
-- of this package, only its kernel side (:data:`KERNEL_SIDE`): the agent that answers the
-  judge, the checks and hints the notebooks import, the lessons' display helpers. The
-  grader (``grading/``: the judge, the tests' checks and reference computations), the test
-  kit, and the lesson tools that do part of what an assignment asks (``cost``,
-  ``engine_pictures``, ``training``) are not there;
-- a private writable working folder (a copy of the submission's other files) and a private
-  ``/tmp`` of limited size;
-- no network (``--unshare-net``): it talks to the grader over IPC sockets in a folder of
-  its own; its own PID, IPC and UTS namespaces; it dies with the grader;
-- a clean environment (``--clearenv``): no grader credentials in its variables;
-- when the grader runs as root, an unprivileged user (uid/gid 65534) with no capabilities
-  and ``no_new_privs``; otherwise the grader's user in a user namespace without capabilities;
-- limits from ``prlimit``: address space, CPU seconds, file size.
+- read-only: the system's programs and libraries (:data:`SYSTEM`: ``/usr`` and the top-level
+  links or folders into it), a few files of ``/etc`` (:data:`ETC`: the dynamic linker's
+  cache, fonts, time zone), the CPU topology in ``/sys`` that torch reads, the Python
+  installation and the environment's site-packages, and of this package only its kernel
+  side (:data:`KERNEL_SIDE`: the agent that answers the judge, the checks and hints the
+  notebooks import, the lessons' display helpers). The grader (``grading/``: the judge, the
+  tests' checks and reference computations), the test kit, and the lesson tools that do part
+  of what an assignment asks (``cost``, ``engine_pictures``, ``training``) are not there;
+- written by the course: an ``/etc/passwd`` and ``/etc/group`` that name only the kernel's
+  user, root and nobody;
+- writable, each a file system of its own with a size: the working folder (a copy of the
+  submission's other files, :attr:`Limits.work_mb`), ``/tmp`` (:attr:`Limits.tmp_mb`) and
+  ``/dev/shm``; the folder of its sockets, which the grader locks once the kernel is up
+  (:func:`lock_sockets`). Everything else, ``/`` and ``/dev`` included, is read-only;
+- no network (``--unshare-net``): it talks to the grader over IPC sockets; its own PID, IPC
+  and UTS namespaces; it dies with the grader; a clean environment (``--clearenv``);
+- when the grader runs as root, a user of its own (a uid from :data:`KERNEL_UIDS`, one per
+  running kernel, :func:`kernel_user`) with no capabilities and ``no_new_privs``; otherwise
+  the grader's user in a user namespace without capabilities;
+- limits from ``prlimit``: address space, CPU seconds, file size and processes. The process
+  limit counts per user: with a uid per kernel it holds per kernel.
 
 Where bubblewrap is missing or cannot start (macOS, a container without user namespaces),
 the kernel runs unsandboxed with the same environment and limits, and every grade record
@@ -32,13 +36,15 @@ with the grader's rights.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import os
 import shutil
 import subprocess
 import sys
 import sysconfig
-import tempfile
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,9 +55,21 @@ NOBODY = 65534
 KERNEL_SIDE = ("__init__.py", "agent.py", "wire.py", "checks.py", "hints", "lessons.py",
                "graphs.py", "plots.py")
 PACKAGE = Path(autograd_course.__file__).resolve().parent
-# Where data lives on a Unix system: hidden from the kernel unless bound back.
-HIDDEN = ("/home", "/root", "/srv", "/mnt", "/media", "/run", "/var/lib", "/var/log",
-          "/var/spool", "/var/mail", "/var/tmp")
+#: The system's programs and libraries, read-only (a link, as in merged-/usr systems, is made
+#: as the same link).
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+#: What of /etc a kernel needs: the dynamic linker's cache, Debian's alternatives (links
+#: under /usr/bin point there), name-service and mime settings, fonts (Graphviz draws text),
+#: the time zone.
+ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "nsswitch.conf",
+       "mime.types", "fonts", "localtime", "timezone")
+#: What of /sys a kernel reads: the CPU topology (torch sizes its thread pools with it).
+SYS = ("/sys/devices/system/cpu",)
+#: The users grading kernels run as when the grader is root: one per running kernel, so that
+#: the process limit (which counts per user) holds per kernel. Not in the host's passwd.
+KERNEL_UIDS = range(1_990_000_000, 1_990_000_000 + 4096)
+USER_LOCKS = Path("/tmp/autograd-course-kernel-users")
+SHM_MB = 16
 
 
 class SandboxUnavailable(RuntimeError):
@@ -64,8 +82,24 @@ class Limits:
 
     memory_mb: int = 4096
     cpu_seconds: int = 1800
-    file_mb: int = 512
-    tmp_mb: int = 256
+    file_mb: int = 64
+    tmp_mb: int = 128
+    work_mb: int = 128
+    processes: int = 256
+
+
+@dataclass(frozen=True)
+class Folders:
+    """The host folders of one grading kernel, under ``base`` (private to the grader).
+
+    ``files`` holds the submission's other files, copied into the kernel's working folder
+    ``work`` when it starts; ``ipc`` holds its sockets and connection file.
+    """
+
+    base: Path
+    files: Path
+    work: Path
+    ipc: Path
 
 
 @functools.cache
@@ -74,7 +108,7 @@ def bubblewrap() -> str | None:
     path = shutil.which("bwrap")
     if path is None:
         return None
-    probe = [path, "--ro-bind", "/", "/", "--unshare-net", "--unshare-pid", "--as-pid-1"]
+    probe = [path, *_system(), "--unshare-net", "--unshare-pid", "--as-pid-1"]
     if os.geteuid() != 0:
         probe += ["--unshare-user", "--cap-drop", "ALL"]
     try:
@@ -84,34 +118,55 @@ def bubblewrap() -> str | None:
     return path if done.returncode == 0 else None
 
 
-def _ancestors(path: Path, below: Path) -> list[Path]:
-    """The folders between ``below`` (excluded) and ``path`` (excluded), outermost first."""
-    parents = [p for p in path.parents if p != below and below in p.parents]
-    return sorted(parents, key=lambda p: len(p.parts))
+def _system() -> list[str]:
+    argv = []
+    for name in SYSTEM:
+        path = Path(name)
+        if path.is_symlink():
+            argv += ["--symlink", os.readlink(path), name]
+        elif path.is_dir():
+            argv += ["--ro-bind", name, name]
+    return argv
 
 
-def _inside(path: Path, roots) -> Path | None:
-    for root in roots:
-        if path == root or root in path.parents:
-            return root
-    return None
+def _within(path: Path, roots: Sequence[Path]) -> bool:
+    return any(path == root or root in path.parents for root in roots)
 
 
-def _python_paths() -> list[Path]:
-    """What the kernel's Python needs to read: its installation and its import path.
+def python_paths(private: Sequence[Path] = ()) -> list[Path]:
+    """What the kernel's Python needs to read: its installation, the environment's
+    site-packages and the rest of its import path, outermost first.
 
-    An import-path folder that holds this package (the grader's working directory when it is
-    the package's checkout, e.g. ``python -m pytest`` there) is left out: the package is
-    bound on its own, kernel side only, and the rest of the checkout is not the kernel's.
+    An import-path folder that holds this package or a ``private`` folder (the course root
+    when it is the checkout, e.g. ``python -m pytest`` run there), or lies inside a private
+    folder (a test's fixtures), is left out: the package is bound on its own, kernel side
+    only; the environment's own folders are bound even inside the course (a venv there).
     """
-    paths = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix),
-             Path(os.path.realpath(sys.executable)).parent.parent}
+    private = [Path(p).resolve() for p in private]
+    installed = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix),
+                 Path(os.path.realpath(sys.executable)).parent.parent}
     for name in ("stdlib", "platstdlib", "purelib", "platlib"):
-        paths.add(Path(sysconfig.get_paths()[name]))
-    paths = {p.resolve() for p in paths if p.exists()}
-    paths.update(p for p in (Path(e).resolve() for e in sys.path if e and os.path.isdir(e))
-                 if p != PACKAGE and p not in PACKAGE.parents)
-    return sorted(paths - {PACKAGE}, key=lambda p: len(p.parts))
+        installed.add(Path(sysconfig.get_paths()[name]))
+    installed = {p.resolve() for p in installed if p.exists()}
+    others = {Path(e).resolve() for e in sys.path if e and os.path.isdir(e)}
+    others = {p for p in others - installed if not _within(p, private)}
+    paths = {p for p in installed | others
+             if p != PACKAGE and p not in PACKAGE.parents
+             and not any(p == r or p in r.parents for r in private)}
+    return sorted(paths, key=lambda p: len(p.parts))
+
+
+def allowlist(private: Sequence[Path] = ()) -> dict[str, list[str]]:
+    """Everything of the host a sandboxed kernel sees, by kind (for the docs and tests)."""
+    return {
+        "system (read-only)": [n for n in SYSTEM if Path(n).exists()],
+        "/etc (read-only)": [f"/etc/{n}" for n in ETC if (Path("/etc") / n).exists()],
+        "/sys (read-only)": [n for n in SYS if Path(n).exists()],
+        "Python (read-only)": [str(p) for p in python_paths(private)
+                               if not _within(p, [Path(n) for n in SYSTEM])],
+        "this package (read-only)": [str(PACKAGE / n) for n in KERNEL_SIDE
+                                     if (PACKAGE / n).exists()],
+    }
 
 
 def _environment(work: Path) -> dict[str, str]:
@@ -129,12 +184,15 @@ def _environment(work: Path) -> dict[str, str]:
     return env
 
 
-def _limits_prefix(limits: Limits) -> list[str]:
+def _limits_prefix(limits: Limits, *, processes: bool) -> list[str]:
     prlimit = shutil.which("prlimit")
     if prlimit is None:
         return []
-    return [prlimit, f"--as={limits.memory_mb * 2**20}", f"--cpu={limits.cpu_seconds}",
-            f"--fsize={limits.file_mb * 2**20}", "--"]
+    argv = [prlimit, f"--as={limits.memory_mb * 2**20}", f"--cpu={limits.cpu_seconds}",
+            f"--fsize={limits.file_mb * 2**20}"]
+    if processes:  # counted per user: only where the kernel has a user of its own
+        argv.append(f"--nproc={limits.processes}")
+    return [*argv, "--"]
 
 
 def _die_with_parent() -> list[str]:
@@ -145,14 +203,31 @@ def _die_with_parent() -> list[str]:
     return [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
 
 
-def kernel_command(work: Path, ipc: Path, hide: list[Path], limits: Limits,
-                   *, use_sandbox: bool = True, require: bool = False) -> tuple[list[str], bool]:
+def _accounts(folders: Folders, uid: int) -> list[str]:
+    """An /etc/passwd and /etc/group that name only root, nobody and the kernel's user."""
+    users = {0: "root", NOBODY: "nobody", uid: "student"}
+    passwd = "".join(f"{name}:x:{n}:{n}:{name}:{folders.work}:/bin/sh\n"
+                     for n, name in sorted(users.items()))
+    group = "".join(f"{name}:x:{n}:\n" for n, name in sorted(users.items()))
+    argv = []
+    for name, text in (("passwd", passwd), ("group", group)):
+        path = folders.base / name
+        path.write_text(text)
+        path.chmod(0o644)
+        argv += ["--ro-bind", str(path), f"/etc/{name}"]
+    return argv
+
+
+def kernel_command(folders: Folders, limits: Limits, *, private: Sequence[Path] = (),
+                   uid: int | None = None, use_sandbox: bool = True, require: bool = False
+                   ) -> tuple[list[str], bool]:
     """The argv of a grading kernel (``{connection_file}`` left for jupyter_client).
 
-    ``work`` is the kernel's working folder, ``ipc`` the folder of its sockets and
-    connection file; ``hide`` lists further folders the kernel must not see (the course
-    root, the exchange, the gradebook's folder). Returns the argv and whether it is
-    sandboxed. Raises :class:`SandboxUnavailable` when ``require`` and no bubblewrap works.
+    ``private`` lists folders whose contents the kernel must not see even where they hold a
+    folder of its import path (the course root, the exchange, the gradebook's folder); ``uid``
+    is the kernel's own user (:func:`kernel_user`; as root only). Returns the argv and whether
+    it is sandboxed. Raises :class:`SandboxUnavailable` when ``require`` and no bubblewrap
+    works.
     """
     python = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
     bwrap = bubblewrap() if use_sandbox else None
@@ -162,69 +237,120 @@ def kernel_command(work: Path, ipc: Path, hide: list[Path], limits: Limits,
                 "grading requires the sandbox, but bubblewrap (bwrap) is missing or cannot "
                 "create namespaces here: install Debian's bubblewrap, or run where user "
                 "namespaces are allowed")
-        env = ["env", "-i", *(f"{k}={v}" for k, v in _environment(work).items())]
-        return [*env, *_die_with_parent(), *_limits_prefix(limits), *python], False
-    hidden = [Path(p) for p in HIDDEN] + [Path(tempfile.gettempdir()), Path("/tmp")]
-    hidden += [Path(p).resolve() for p in hide]
-    hidden = sorted({p for p in hidden if p.exists()}, key=lambda p: len(p.parts))
-    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    for path in hidden:
-        if path == Path("/tmp"):
-            argv += ["--perms", "1777", "--size", str(limits.tmp_mb * 2**20), "--tmpfs", "/tmp"]
-        else:
-            argv += ["--tmpfs", str(path)]
-    made: set[Path] = set()
+        env = ["env", "-i", *(f"{k}={v}" for k, v in _environment(folders.work).items())]
+        return [*env, *_die_with_parent(), *_limits_prefix(limits, processes=False),
+                *python], False
+    argv = [bwrap, *_system()]
+    made: set[Path] = {Path("/")}
 
-    def bind(path: Path, *, writable: bool) -> None:
-        root = _inside(path, hidden)
-        if root is None and not writable:
-            return  # visible (read-only) already
-        for folder in _ancestors(path, root) if root else []:
-            if folder not in made:
-                argv.extend(["--perms", "0755", "--dir", str(folder)])
-                made.add(folder)
-        argv.extend(["--bind" if writable else "--ro-bind", str(path), str(path)])
+    def folder(path: Path) -> None:  # readable by the kernel's user, parents included
+        for p in [*reversed(path.parents), path]:
+            if p not in made:
+                argv.extend(["--perms", "0755", "--dir", str(p)])
+                made.add(p)
+
+    def bind(path: Path, flag: str = "--ro-bind") -> None:
+        folder(path.parent)
+        argv.extend([flag, str(path), str(path)])
         made.add(path)
 
-    secret_roots = [Path(p).resolve() for p in hide]
-    for path in _python_paths():
-        if any(path == r or path in r.parents for r in secret_roots):
-            continue  # never bind back a folder that holds the course (or is above it)
-        bind(path, writable=False)
+    folder(Path("/etc"))
+    for name in ETC:
+        if (Path("/etc") / name).exists():
+            argv += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    if os.geteuid() == 0:
+        argv += _accounts(folders, uid if uid is not None else NOBODY)
+    for name in SYS:
+        if Path(name).exists():
+            bind(Path(name))
+    argv += ["--dev", "/dev", "--perms", "1777", "--size", str(SHM_MB * 2**20), "--tmpfs",
+             "/dev/shm", "--proc", "/proc",
+             "--perms", "1777", "--size", str(limits.tmp_mb * 2**20), "--tmpfs", "/tmp"]
+    system = [Path(n) for n in SYSTEM]
+    bound: list[Path] = []
+    for path in python_paths(private):
+        if not _within(path, system + bound):
+            bind(path)
+            bound.append(path)
     # The package: an empty folder with only its kernel side bound in (no __pycache__: its
     # compiled modules would carry the rest).
-    root = _inside(PACKAGE, hidden)
-    for folder in _ancestors(PACKAGE, root) if root else []:
-        if folder not in made:
-            argv.extend(["--perms", "0755", "--dir", str(folder)])
-            made.add(folder)
+    folder(PACKAGE.parent)
     argv += ["--perms", "0755", "--tmpfs", str(PACKAGE)]
     for name in KERNEL_SIDE:
         if (PACKAGE / name).exists():
             argv += ["--ro-bind", str(PACKAGE / name), str(PACKAGE / name)]
-    bind(work, writable=True)
-    bind(ipc, writable=True)
-    argv += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-             "--die-with-parent", "--clearenv", "--chdir", str(work)]
-    for name, value in _environment(work).items():
+    # The working folder: a file system of its own, with a size, filled from a read-only
+    # copy of the submission's other files when the kernel starts.
+    folder(folders.work.parent)
+    argv += ["--ro-bind", str(folders.files), str(folders.files),
+             "--perms", "0777", "--size", str(limits.work_mb * 2**20), "--tmpfs",
+             str(folders.work)]
+    bind(folders.ipc, "--bind")
+    argv += ["--remount-ro", "/dev", "--remount-ro", "/",
+             "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+             "--die-with-parent", "--clearenv", "--chdir", str(folders.work)]
+    for name, value in _environment(folders.work).items():
         argv += ["--setenv", name, value]
     if os.geteuid() == 0:
-        drop = [shutil.which("setpriv") or "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}",
+        user = uid if uid is not None else NOBODY
+        drop = [shutil.which("setpriv") or "setpriv", f"--reuid={user}", f"--regid={user}",
                 "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs",
                 "--"]
     else:
         argv += ["--unshare-user", "--cap-drop", "ALL"]
         drop = []
-    return [*argv, *drop, *_limits_prefix(limits), *python], True
+    fill = ["/bin/sh", "-c", 'cp -R -- "$0"/. . 2>/dev/null; exec "$@"', str(folders.files)]
+    return [*argv, *drop, *fill, *_limits_prefix(limits, processes=uid is not None),
+            *python], True
 
 
-def prepare_folders(base: Path) -> tuple[Path, Path]:
-    """Make the kernel's working and socket folders under ``base``, writable by the kernel."""
-    work, ipc = base / "work", base / "ipc"
-    for folder in (work, ipc):
-        folder.mkdir(parents=True)
-        if os.geteuid() == 0:
-            os.chown(folder, NOBODY, NOBODY)
+def prepare_folders(base: Path, uid: int | None = None) -> Folders:
+    """Make a kernel's host folders under ``base``; the socket folder is the kernel's (its
+    user's, as root) until :func:`lock_sockets`."""
+    folders = Folders(base, base / "files", base / "work", base / "ipc")
+    for path in (folders.files, folders.work, folders.ipc):
+        path.mkdir(parents=True)
     if os.geteuid() == 0:
+        os.chown(folders.ipc, NOBODY if uid is None else uid, NOBODY if uid is None else uid)
         os.chmod(base, 0o755)
-    return work, ipc
+    return folders
+
+
+def lock_sockets(folders: Folders) -> None:
+    """Once the kernel is up: its socket folder becomes the grader's, so that the kernel can
+    use its sockets but no longer create files there (as root only: otherwise the kernel has
+    the grader's user, and the folder stays writable, each file under the file-size limit)."""
+    if os.geteuid() != 0:
+        return
+    for path in (folders.ipc, *folders.ipc.iterdir()):
+        if not path.is_socket():
+            os.chown(path, 0, 0, follow_symlinks=False)
+    os.chmod(folders.ipc, 0o755)
+
+
+@contextlib.contextmanager
+def kernel_user() -> Iterator[int | None]:
+    """A user of its own for one grading kernel, while it runs (as root; None otherwise).
+
+    Users are taken from :data:`KERNEL_UIDS` with a lock file each, so that two kernels on
+    this machine, in any grading process, never share one.
+    """
+    if os.geteuid() != 0:
+        yield None
+        return
+    USER_LOCKS.mkdir(mode=0o700, exist_ok=True)
+    start = (os.getpid() * 7919) % len(KERNEL_UIDS)
+    for i in range(len(KERNEL_UIDS)):
+        uid = KERNEL_UIDS[(start + i) % len(KERNEL_UIDS)]
+        handle = open(USER_LOCKS / str(uid), "a")  # noqa: SIM115 - held while the kernel runs
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            continue
+        try:
+            yield uid
+        finally:
+            handle.close()
+        return
+    raise RuntimeError(f"all {len(KERNEL_UIDS)} kernel users are taken")

@@ -75,9 +75,19 @@ class JudgedExecute(SandboxedExecute):
     reply_limit_mb = Integer(
         64, help="Largest answer, in MiB, the judge reads from a kernel in one call."
     ).tag(config=True)
+    max_processes = Integer(
+        256, help="Processes and threads a grading kernel may run at once (torch's thread "
+        "pools included); it holds per kernel where the grader is root (a user per kernel)."
+    ).tag(config=True)
+    disk_mb = Integer(
+        128, help="Size, in MiB, of each folder a grading kernel can write: its working "
+        "folder (a copy of the submission's other files) and its /tmp."
+    ).tag(config=True)
     hide_paths = List(
-        Unicode(), help="Further folders the student's kernel must not see (besides the course "
-        "root, the exchange and a SQLite gradebook's folder)."
+        Unicode(), help="Further folders whose contents the student's kernel must not see, "
+        "even where they hold a folder of its import path (besides the course root, the "
+        "exchange and a SQLite gradebook's folder). The sandbox shows nothing that its "
+        "allowlist does not name."
     ).tag(config=True)
     secret = Unicode(
         "", help="The grader's secret that seeds hidden inputs (default: the course root's "
@@ -93,14 +103,18 @@ class JudgedExecute(SandboxedExecute):
         notes = list(nb.metadata.get(META, {}).get("notes", []))
         flags, flagged = self._scan(nb)
         secret = (self.secret or read_secret(coursedir.root)).encode()
-        with tempfile.TemporaryDirectory(prefix="autograd-course-kernel-") as tmp:
-            work, ipc = sandbox.prepare_folders(Path(tmp))
-            _copy_other_files(resources, work)
-            limits = sandbox.Limits(memory_mb=self.memory_limit_mb, cpu_seconds=self.cpu_seconds)
+        with (tempfile.TemporaryDirectory(prefix="autograd-course-kernel-") as tmp,
+              sandbox.kernel_user() as uid):
+            folders = sandbox.prepare_folders(Path(tmp), uid)
+            _copy_other_files(resources, folders.files)
+            limits = sandbox.Limits(memory_mb=self.memory_limit_mb, cpu_seconds=self.cpu_seconds,
+                                    processes=self.max_processes, work_mb=self.disk_mb,
+                                    tmp_mb=self.disk_mb)
+            private = _private_paths(coursedir) + [Path(p) for p in self.hide_paths]
             argv, sandboxed = sandbox.kernel_command(
-                work, ipc, _hidden_paths(coursedir) + [Path(p) for p in self.hide_paths], limits,
-                use_sandbox=self.sandbox, require=self.require_sandbox)
-            self.use_kernel(KernelPlan(argv, work, ipc, self.memory_limit_mb))
+                folders, limits, private=private, uid=uid, use_sandbox=self.sandbox,
+                require=self.require_sandbox)
+            self.use_kernel(KernelPlan(argv, folders, self.memory_limit_mb, uid))
             self._seed = (secret, student, assignment, notebook)
             self.session = None  # made at the first cell the judge runs (see _link)
             self._unanswered, self._answer_error = False, ""
@@ -230,26 +244,28 @@ class JudgedExecute(SandboxedExecute):
         return flags, flagged
 
 
-def _copy_other_files(resources, work: Path) -> None:
-    """Copy the submission's other files (data, modules) into the kernel's working folder."""
+def _copy_other_files(resources, files: Path) -> None:
+    """Copy the submission's other files (data, modules) where the kernel's working folder is
+    filled from, readable by the kernel's user."""
     folder = resources.get("metadata", {}).get("path")
     if not folder or not Path(folder).is_dir():
         return
     for path in Path(folder).iterdir():
         if path.suffix == ".ipynb" or path.name.endswith(record.SUFFIX) or path.is_symlink():
             continue
-        target = work / path.name
+        target = files / path.name
         if path.is_dir():
-            shutil.copytree(path, target, symlinks=False, ignore_dangling_symlinks=True)
+            shutil.copytree(path, target, symlinks=False, ignore_dangling_symlinks=True,
+                            copy_function=shutil.copyfile)
         elif path.is_file():
-            shutil.copy2(path, target)
-    if os.geteuid() == 0:
-        for path in [work, *work.rglob("*")]:
-            os.chown(path, sandbox.NOBODY, sandbox.NOBODY, follow_symlinks=False)
+            shutil.copyfile(path, target)
+    for path in [files, *files.rglob("*")]:
+        if not path.is_symlink():
+            os.chmod(path, 0o755 if path.is_dir() else 0o644)
 
 
-def _hidden_paths(coursedir: CourseDirectory) -> list[Path]:
-    """Folders the kernel must not see: the course, the exchange, a SQLite gradebook's."""
+def _private_paths(coursedir: CourseDirectory) -> list[Path]:
+    """Folders the kernel must not see into: the course, the exchange, a SQLite gradebook's."""
     hidden = [Path(coursedir.root)]
     exchange = coursedir.config.get("Exchange", {}).get("root")
     if exchange:
