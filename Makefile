@@ -27,13 +27,14 @@ $(STAMP): requirements.txt requirements-dev.txt constraints.txt pyproject.toml
 
 # Debian packages the course uses: Graphviz's `dot` draws the computation graphs; bubblewrap
 # sandboxes the student's kernel while it is graded; the tests (only) also run a PostgreSQL
-# server for the class-scale gradebook. As root (CI) install what is missing; otherwise say
+# server for the class-scale gradebook, and Chromium for the pages an instructor opens. As root (CI) install what is missing; otherwise say
 # how, and go on (graphs are then shown as text; grading runs unsandboxed and says so in every
 # grade record).
 DEBIAN_CHECK = command -v dot >/dev/null || missing="$$missing graphviz"; \
 	command -v bwrap >/dev/null || missing="$$missing bubblewrap";
 POSTGRES_CHECK = command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb \
 	>/dev/null 2>&1 || missing="$$missing postgresql";
+CHROMIUM_CHECK = command -v chromium >/dev/null || missing="$$missing chromium";
 define install_missing
 	@missing=""; $(1) \
 	if [ -n "$$missing" ]; then \
@@ -42,7 +43,8 @@ define install_missing
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	  else \
 	    echo "Missing Debian packages:$$missing (graphs are shown as text; grading is not"; \
-	    echo "  sandboxed; the tests of a PostgreSQL gradebook need postgresql)"; \
+	    echo "  sandboxed; the tests of a PostgreSQL gradebook need postgresql, the browser"; \
+	    echo "  tests chromium)"; \
 	    echo "  Install them with: sudo apt-get install$$missing  (Graphviz on macOS: brew install graphviz)"; \
 	  fi; \
 	fi
@@ -52,7 +54,7 @@ debian-packages:
 	$(call install_missing,$(DEBIAN_CHECK))
 
 test-packages:
-	$(call install_missing,$(DEBIAN_CHECK) $(POSTGRES_CHECK))
+	$(call install_missing,$(DEBIAN_CHECK) $(POSTGRES_CHECK) $(CHROMIUM_CHECK))
 
 # Register the course kernel for the current user, so other Jupyter front ends find it too.
 kernel: $(STAMP)

@@ -18,7 +18,10 @@ if os.environ.get("AUTOGRAD_COURSE_EXCHANGE"):
 else:
     c.Exchange.root = str(Path(__file__).resolve().parent / "exchange")
     os.makedirs(c.Exchange.root, exist_ok=True)  # nbgrader lists courses only from an existing one
-# Largest file (in kB) nbgrader copies from a submission; bigger ones are left out.
+# Largest file (in kB) a submission may bring. nbgrader's exchange leaves bigger ones out when
+# students submit; the course's grader applies it wherever a submission enters, before a file
+# is read: a notebook larger than this is graded as not a notebook, other files are left out
+# (with a note), and a zip with a bigger member is refused (autograd_course/grading/intake.py).
 c.CourseDirectory.max_file_size = 10000
 # Never copy these into release/ or submitted/ (caches and checkpoints).
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback"]
@@ -44,16 +47,37 @@ c.LimitOutput.max_traceback = 30
 # Read a file that is not a valid notebook as an empty submission, with a reason.
 c.Autograde.exporter_class = "autograd_course.grading.preprocessors.TolerantNotebookExporter"
 # nbgrader's own pipelines with the course's changes (autograd_course/grading/pipeline.py):
-# before running, put back deleted locked cells from release/ and note edited ones; run the
+# before running, make the course's cells those of release/ (deleted ones put back, copies
+# and unknown nbgrader metadata made ordinary cells, changed types restored); run the
 # student's cells in a sandboxed kernel and the test cells in the judge, outside it; then
-# save the judge's grades and write the grade record.
+# save the judge's grades, write the grade record (records/, which only the grader writes),
+# and keep only inert content (text, PNG and JPEG; the student's markdown as text) in the
+# autograded notebook that formgrader and the feedback show.
 c.Autograde.sanitize_preprocessors = pipeline.autograde_sanitizers()
 c.Autograde.autograde_preprocessors = pipeline.autograde_preprocessors()
 # Limits of a grading kernel: memory (MiB) and CPU seconds for the whole notebook.
 c.JudgedExecute.memory_limit_mb = 4096
 c.JudgedExecute.cpu_seconds = 1800
+# --- What one submission may cost the grader (each a limit per notebook) ---
+# Wall-clock seconds to grade a notebook, its kernel's start included; past it the kernel is
+# stopped and the tests that had not run get 0, with the reason. Sleeping costs no CPU, so
+# this, not cpu_seconds, bounds how long one notebook holds a worker: about 2 minutes with
+# nbgrader's own work and the feedback. The slowest reference notebook (08_training) grades in
+# about 15 s on a busy 2-core machine, so an honest notebook has a margin of about 7 times.
+c.JudgedExecute.notebook_seconds = 110
+# Cells run per notebook: every answer and test cell, and the student's own cells while there
+# is room. The assignments have 15 to 45 cells; a notebook of thousands would only cost time.
+c.JudgedExecute.max_cells = 300
+# MiB of outputs kept from one kernel (the rest is dropped as it arrives): the grader's memory.
+c.JudgedExecute.max_output_mb = 32
+# Processes and threads one kernel may run at once (torch's thread pools included); a fork
+# flood stops there, and, with a user per kernel as root, harms no other kernel.
+c.JudgedExecute.max_processes = 256
+# MiB of each folder a kernel can write (its working folder, and its /tmp): in memory, so a
+# notebook that fills its disk fills only these.
+c.JudgedExecute.disk_mb = 128
 # Run the kernel in bubblewrap (no network, no view of the course); where bubblewrap cannot
 # run, grading goes on unsandboxed and says so in every record, unless this is True.
 c.JudgedExecute.require_sandbox = False
-# Feedback shows results and diagnostics, never hidden-test code or its tracebacks.
+# Feedback shows results and diagnostics (as text), never hidden-test code or its tracebacks.
 c.GenerateFeedback.preprocessors = pipeline.feedback_preprocessors()

@@ -14,8 +14,15 @@ earlier, which is handed over as the original object, with its graph, ``.grad`` 
 - ``{"op": "read", "handle": H}``: the object this kernel sent (or received) as H, as it is now;
 - ``{"op": "call", "target": f, "args": [...], "kwargs": {...}, "no_grad": bool}``: call
   ``f`` (a student's function, by handle, or a test's function) and reply with the result or
-  the exception it raised, the state of every argument after the call (an in-place change is
-  seen), and the warnings it issued. Printed output is discarded.
+  the exception it raised (its type, the builtin exception types it derives from, its
+  message), the state of every argument after the call (an in-place change is seen), and the
+  warnings it issued. Printed output is discarded;
+- ``{"op": "delete", "name": NAME}`` and ``{"op": "bind", "name": NAME, "value": v}``: what a
+  test's ``del NAME`` and ``NAME = <an object of this kernel>`` do, as they would in nbgrader,
+  where tests run in the kernel;
+- ``{"op": "files", "limit": N, "max_files": M}``: the regular files the notebook wrote in its
+  working folder (not under ``.*`` folders), by relative path, as base64, at most ``N`` bytes
+  in all and ``M`` files.
 """
 
 from __future__ import annotations
@@ -125,7 +132,9 @@ class Agent:
             except KeyboardInterrupt:
                 raise
             except BaseException as exc:  # noqa: BLE001 - the student's error is the answer
-                raised = {"type": type(exc).__name__, "message": str(exc)[:2000]}
+                raised = {"type": type(exc).__name__, "message": str(exc)[:2000],
+                          "builtins": [c.__name__ for c in type(exc).__mro__
+                                       if c.__module__ == "builtins"][:20]}
         encoder = self._encoder()
         # The arguments first: a result that is one of them is then sent as a reference to it.
         reply: dict = {"warnings": [str(w.message)[:500] for w in caught[:20]],
@@ -136,6 +145,34 @@ class Agent:
         else:
             reply["raised"] = raised
         return reply
+
+
+    def _delete(self, message: dict) -> dict:
+        if message["name"] not in self.namespace:
+            return {"missing": message["name"]}
+        del self.namespace[message["name"]]
+        return {}
+
+    def _bind(self, message: dict) -> dict:
+        self.namespace[message["name"]] = message["value"]
+        return {}
+
+    def _files(self, message: dict) -> dict:
+        import os
+
+        found, size = {}, 0
+        for top, dirs, names in os.walk(".", followlinks=False):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for name in sorted(names):
+                path = os.path.join(top, name)
+                if os.path.islink(path) or not os.path.isfile(path):
+                    continue
+                size += os.path.getsize(path)
+                if size > message["limit"] or len(found) >= message["max_files"]:
+                    return {"files": found, "cut": True}
+                with open(path, "rb") as f:
+                    found[os.path.relpath(path)] = base64.b64encode(f.read()).decode("ascii")
+        return {"files": found, "cut": False}
 
 
 _agent: Agent | None = None

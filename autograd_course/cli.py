@@ -18,15 +18,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-import re
 import sys
 import tempfile
-import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from autograd_course import __version__
 from autograd_course.grading.course import Course, CourseError
+from autograd_course.grading.terminal import safe
 
 
 # -- helpers ----------------------------------------------------------------------------
@@ -51,45 +50,17 @@ class Progress:
 
 
 def unpack_zip(course: Course, archive: Path) -> int:
-    """Add the submissions of a zip (``[submitted/]STUDENT/ASSIGNMENT/FILE``) to submitted/.
+    """Add the submissions of a zip to submitted/ (:func:`.intake.unpack_zip`): every member
+    is checked before anything is written, and nothing already there is overwritten."""
+    from nbgrader.coursedir import CourseDirectory
 
-    Every member is checked before anything is written: a member with an absolute path, a
-    ``..`` part or a link (a symlink stored in the zip) is refused, naming it, and then
-    nothing is unpacked. Nothing is ever written outside submitted/, and files already
-    there are never overwritten. Returns the number of files added.
-    """
-    if not zipfile.is_zipfile(archive):
-        raise CourseError(f"{archive} is not a zip file")
-    target_root = course.directory("submitted")
-    plan = []
-    with zipfile.ZipFile(archive) as zf:
-        for info in zf.infolist():
-            name = info.filename
-            parts = name.replace("\\", "/").split("/")
-            is_link = (info.external_attr >> 16) & 0o170000 == 0o120000
-            if name.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", name) or ".." in parts:
-                raise CourseError(f"{archive}: member '{name}' has an unsafe path "
-                                  "(absolute, or with '..'); nothing was unpacked")
-            if is_link:
-                raise CourseError(f"{archive}: member '{name}' is a link; nothing was unpacked")
-            parts = [p for p in parts if p not in ("", ".")]
-            if parts and parts[0] == "submitted":
-                parts = parts[1:]
-            if info.is_dir() or len(parts) < 3 or parts[0].startswith("__"):
-                continue
-            target = target_root.joinpath(*parts).resolve()
-            if target_root not in target.parents:
-                raise CourseError(f"{archive}: member '{name}' would be written outside "
-                                  "submitted/; nothing was unpacked")
-            plan.append((info, target))
-        added = 0
-        for info, target in plan:
-            if target.exists():
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(zf.read(info))
-            added += 1
-    return added
+    from autograd_course.grading import intake
+
+    limit = int(CourseDirectory(config=course.config).max_file_size) * 1000
+    try:
+        return intake.unpack_zip(archive, course.directory("submitted"), limit)
+    except intake.IntakeError as exc:
+        raise CourseError(str(exc)) from None
 
 
 # -- commands ---------------------------------------------------------------------------
@@ -121,7 +92,10 @@ def cmd_grade(args) -> int:
                               "create namespaces here; nothing was graded")
     if args.zip:
         print(f"added {unpack_zip(course, Path(args.zip))} files from {args.zip} to submitted/")
-    submissions = course.submissions(names, args.student)
+    problems: list[str] = []
+    submissions = course.submissions(names, args.student, problems)
+    for line in problems:
+        print(f"WARNING: {safe(line)}", file=sys.stderr)
     if not submissions:
         who = f" for {', '.join(args.student)}" if args.student else ""
         raise CourseError(f"no submissions under {course.directory('submitted')} for "
@@ -143,14 +117,16 @@ def cmd_grade(args) -> int:
     gradebook.export_grades(course, course.root / "grades.csv")
     report = report_import.result()
     for name in names:
-        records = runner.records_of(course, runner.class_of(course, name))
+        records, skipped = runner.records_of(course, runner.class_of(course, name))
+        for line in skipped:
+            print(f"WARNING: {safe(line)}", file=sys.stderr)
         paths = report.write_report(records, course.root / "reports" / name,
                                     title=f"Class report: {name}")
         print(f"class report {name}: {paths['html']} (also {paths['csv'].name}, "
               f"{paths['png'].name})")
     print(f"grades: {course.root / 'grades.csv'}; feedback: {course.directory('feedback')}")
     summarise(summary.outcomes, runner.records_of(course, [o.submission
-                                                           for o in summary.outcomes]))
+                                                           for o in summary.outcomes])[0])
     return 0
 
 
@@ -176,13 +152,14 @@ def summarise(outcomes, records) -> None:
               "with the grader's file rights (install bubblewrap, or use --require-sandbox)")
     for outcome in failed:
         last = (outcome.error.strip().splitlines() or ["unknown error"])[-1]
-        print(f"  FAILED  {outcome.submission.student}/{outcome.submission.assignment}: {last}")
+        print(f"  FAILED  {outcome.submission.student}/{outcome.submission.assignment}: "
+              f"{safe(last)}")
     for rec in flagged:
-        print(f"  FLAGGED {rec.student}/{rec.assignment}/{rec.notebook}: {rec.flags[0]}"
+        print(f"  FLAGGED {rec.student}/{rec.assignment}/{rec.notebook}: {safe(rec.flags[0])}"
               + (f" (+{len(rec.flags) - 1} more)" if len(rec.flags) > 1 else ""))
     for rec in troubled:
         reason = rec.failure or "; ".join(problems(rec))
-        print(f"  PROBLEM {rec.student}/{rec.assignment}/{rec.notebook}: {reason}")
+        print(f"  PROBLEM {rec.student}/{rec.assignment}/{rec.notebook}: {safe(reason)}")
 
 
 def check_notebook(root: Path, notebook: Path, student: str | None = None):
@@ -210,11 +187,11 @@ def cmd_check(args) -> int:
             for q in rec.questions:
                 mark = "PASS" if q["passed"] else "FAIL"
                 print(f"  {mark} {q['question']}: {q['score'] or 0:g}/{q['points']:g}"
-                      + (f"  {q['message']}" if q["message"] else ""))
+                      + (f"  {safe(q['message'])}" if q["message"] else ""))
             for line in rec.errors:
-                print(f"  your cell {line}")
+                print(f"  your cell {safe(line)}")
             for line in rec.notes + ([rec.failure] if rec.failure else []) + rec.flags:
-                print(f"  note: {line}")
+                print(f"  note: {safe(line)}")
             print(f"  total: {rec.score:g}/{rec.max_score:g}")
     return 0
 

@@ -14,10 +14,10 @@ pictures here show the numbers as well:
   (``Tensor.register_hook``), or else from ``.grad`` (leaves, and tensors that called
   ``retain_grad()``).
 
-With Graphviz's ``dot`` installed both return a ``graphviz.Digraph``, which Jupyter shows as a
-picture; without it they print :data:`autograd_course.graphs.INSTALL_HINT` and return a text
-rendering (:class:`EngineText`, :class:`TorchText`), as :func:`autograd_course.graphs.draw_graph`
-does.
+With Graphviz's ``dot`` installed both return a :class:`autograd_course.graphs.Picture` (a
+PNG, with the text rendering as its plain text); without it they print
+:data:`autograd_course.graphs.INSTALL_HINT` and return a text rendering (:class:`EngineText`,
+:class:`TorchText`), as :func:`autograd_course.graphs.draw_graph` does.
 
 >>> class Node:  # any object with these attributes will do
 ...     def __init__(self, data, prev=(), op="", label=""):
@@ -37,7 +37,7 @@ from collections.abc import Mapping
 
 import torch
 
-from autograd_course.graphs import INSTALL_HINT, dot_available
+from autograd_course.graphs import INSTALL_HINT, Picture, dot_available
 
 LEAF_COLOUR = "lightblue"  # the colours torchviz uses: blue leaves, a green output
 OUTPUT_COLOUR = "darkolivegreen1"
@@ -161,11 +161,12 @@ class EngineText:
 def draw_engine(output):
     """Draw the graph of an engine's ``output`` with the data and grad of every node.
 
-    A ``graphviz.Digraph`` (see :func:`engine_graph`) when Graphviz's ``dot`` is installed;
-    otherwise the install hint is printed and an :class:`EngineText` is returned.
+    A :class:`~autograd_course.graphs.Picture` of :func:`engine_graph` when Graphviz's
+    ``dot`` is installed; otherwise the install hint is printed and an :class:`EngineText`
+    is returned.
     """
     if dot_available():
-        return engine_graph(output)
+        return Picture(engine_graph(output), str(EngineText(output)))
     print(INSTALL_HINT)
     return EngineText(output)
 
@@ -299,10 +300,11 @@ def draw_torch(output: torch.Tensor, named: Mapping[str, torch.Tensor],
                grads: Mapping[str, torch.Tensor] | None = None):
     """Draw a torch graph after ``backward()`` with the values and gradients of ``named``.
 
-    A ``graphviz.Digraph`` (see :func:`torch_graph`) when Graphviz's ``dot`` is installed;
-    otherwise the install hint is printed and a :class:`TorchText` is returned.
+    A :class:`~autograd_course.graphs.Picture` of :func:`torch_graph` when Graphviz's ``dot``
+    is installed; otherwise the install hint is printed and a :class:`TorchText` is
+    returned.
     """
     if dot_available():
-        return torch_graph(output, named, grads)
+        return Picture(torch_graph(output, named, grads), str(TorchText(output, named, grads)))
     print(INSTALL_HINT)
     return TorchText(output, named, grads)

@@ -16,7 +16,8 @@ Records (``"t"`` names the kind):
   ``retains_grad``, ``is_inference``, ``storage`` (identifies the memory it views), ``grad``
   (a tensor record or null);
 - ``ndarray`` and ``npscalar``: ``dtype``, ``shape``, ``data``;
-- ``list``, ``tuple`` (``items``) and ``dict`` (``items``: ``[key, value]`` pairs);
+- ``list``, ``tuple`` (``items``) and ``dict`` (``items``: ``[key, value]`` pairs, every key
+  a ``str`` record);
 - ``exception``: ``type`` and ``message``;
 - ``handle``: an object that stays in the kernel (a ``Value`` node, an ``nn.Module``, a
   function), with its ``type`` name and whether it is ``callable``;
@@ -28,12 +29,19 @@ judge can pass it back into a later call, where the kernel hands over the origin
 The kernel can lie in a record; a lie only changes its own answer, which the judge still
 checks against values it computes itself. :func:`decode` accepts nothing else: a malformed
 record raises :class:`ReplyError`.
+
+Decoding costs time linear in the reply, whatever the kernel sends: a reply has at most
+:data:`MAX_NODES` records nested at most :data:`MAX_DEPTH` deep; the only keys the judge
+hashes are the strings of dict keys (Python hashes strings with a secret per process, so no
+reply can make them collide) and handles, small integers (distinct integers below 2**53 never
+share a hash); and a decoder given a deadline stops when it passes (:class:`ReplyTimeout`).
 """
 
 from __future__ import annotations
 
 import base64
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -50,10 +58,15 @@ NUMPY_DTYPES = {"float16", "float32", "float64", "complex64", "complex128", "int
                 "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool"}
 MAX_DEPTH = 32
 MAX_NODES = 200_000  # records in one reply: a list of a million Nones is not an answer
+MAX_HANDLE = 2**53  # handles are counters; distinct integers below this never share a hash
 
 
 class ReplyError(ValueError):
     """A record the judge cannot read: malformed, too deep, too big or of an unknown kind."""
+
+
+class ReplyTimeout(ReplyError):
+    """Decoding a reply passed its deadline."""
 
 
 @dataclass(frozen=True)
@@ -207,8 +220,9 @@ class Decoder:
     """
 
     def __init__(self, wrap: Callable[[dict, int], object],
-                 on_value: Callable[[object, int], None] = lambda value, handle: None):
-        self.wrap, self.on_value = wrap, on_value
+                 on_value: Callable[[object, int], None] = lambda value, handle: None,
+                 deadline: float = math.inf):
+        self.wrap, self.on_value, self.deadline = wrap, on_value, deadline
         self.memo: dict[int, object] = {}
         self.nodes = 0
 
@@ -218,6 +232,8 @@ class Decoder:
         self.nodes += 1
         if self.nodes > MAX_NODES:
             raise ReplyError(f"an answer of more than {MAX_NODES} values")
+        if self.nodes % 1024 == 0 and time.monotonic() > self.deadline:
+            raise ReplyTimeout("the answer took too long to read")
         if not isinstance(record, dict) or not isinstance(record.get("t"), str):
             raise ReplyError("a value that is not a record")
         kind = record["t"]
@@ -225,6 +241,8 @@ class Decoder:
         if simple is not _NOT_SIMPLE:
             return simple
         handle = _field(record, "h", int)
+        if not 0 < handle < MAX_HANDLE:
+            raise ReplyError("a bad handle")
         if kind == "ref":
             if handle not in self.memo:
                 raise ReplyError("a reference to an object not sent before")
@@ -279,11 +297,10 @@ class Decoder:
             for pair in _field(record, "items", list):
                 if not isinstance(pair, list) or len(pair) != 2:
                     raise ReplyError("a bad dict item")
-                key = self.decode(pair[0], depth + 1)
-                try:
-                    result[key] = self.decode(pair[1], depth + 1)
-                except TypeError as exc:  # an unhashable key, such as a list
-                    raise ReplyError("a dict key that cannot be a key") from exc
+                if not isinstance(pair[0], dict) or pair[0].get("t") != "str":
+                    raise ReplyError("a dict with a key that is not a string: the judge reads "
+                                     "dicts with string keys only")
+                result[self.decode(pair[0], depth + 1)] = self.decode(pair[1], depth + 1)
             return result
         if kind == "handle":
             _field(record, "type", str)

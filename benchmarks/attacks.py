@@ -54,15 +54,8 @@ def course(folder: Path, checkout: Path, student: str) -> Path:
     nbformat.write(make_toy.toy_notebook(), folder / "source" / "toy" / "toy.ipynb")
     (folder / "nbgrader_config.py").write_text(config)
     run(["-m", "nbgrader", "generate_assignment", "toy", "--force"], folder, checkout)
-    submitted = folder / "submitted" / student / "toy"
-    submitted.mkdir(parents=True)
-    content = hostile_class.build(student, lambda a: fill(folder / "release" / "toy" / "toy.ipynb",
-                                                          a))
-    path = submitted / "toy.ipynb"
-    if isinstance(content, bytes):
-        path.write_bytes(content)
-    else:
-        nbformat.write(content, path)
+    hostile_class.write(folder / "submitted" / student / "toy", student,
+                        lambda a: fill(folder / "release" / "toy" / "toy.ipynb", a))
     return folder
 
 

@@ -38,7 +38,7 @@ import cloudpickle
 
 from autograd_course.grading import gradebook, runner, tasks
 from autograd_course.grading.course import Course, Submission
-from autograd_course.grading.record import SUFFIX
+from autograd_course.grading.record import STORE
 from autograd_course.testkit import classes, synthetic
 from autograd_course.testkit.postgres import Postgres
 
@@ -232,7 +232,7 @@ def main() -> None:
             gradebook.register(Course.load(merge_sqlite), unit,
                                gradebook.cells(Course.load(serial).db_url, unit))
         merge["sqlite"] = merge_seconds(Course.load(serial), Course.load(merge_sqlite), sample)
-        records = len(list((serial / "autograded").glob(f"*/*/*{SUFFIX}")))
+        records = len(list((serial / STORE).glob("*/*/*.json")))
 
     print(f"machine: {os.cpu_count()} cores; {n} submissions over {len(UNITS)} assignments "
           f"({records} graded notebooks); --jobs {args.jobs}; {args.workers} Dask workers")

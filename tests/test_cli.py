@@ -104,8 +104,7 @@ def test_parallel_scores_equal_serial_nbgrader(two_courses):
     assert parallel_scores == serial
     assert serial["ada"] == FULL and serial["carl"] == 0 and serial["fermat"] == 0
     for student, _ in CLASS:
-        mine, theirs = (record.GradeRecord.read(c / "autograded" / student / ASSIGNMENT
-                                                / f"{ASSIGNMENT}{record.SUFFIX}")
+        mine, theirs = (course.grade_record(c, student, ASSIGNMENT)
                         for c in (two_courses["parallel"], two_courses["serial"]))
         # hidden tests draw fresh random inputs, so a wrong answer may fail a different
         # check in another run; the kind of error and the score may not differ
@@ -129,8 +128,7 @@ def test_grade_writes_grades_feedback_report_and_summary(two_courses):
         assert (where / "reports" / ASSIGNMENT / name).is_file()
     assert "FLAGGED fermat/01_gradients" in out
     assert "FAILED" not in out
-    mallory = record.GradeRecord.read(where / "autograded" / "mallory" / ASSIGNMENT
-                                      / f"{ASSIGNMENT}{record.SUFFIX}")
+    mallory = course.grade_record(where, "mallory", ASSIGNMENT)
     # in the sandbox her signal to the grader is refused: her blank answers score 0, and her
     # attempt is flagged for a person to look at
     assert mallory.score == 0 and any("os.kill" in flag for flag in mallory.flags)
@@ -156,15 +154,22 @@ def test_submitted_is_unchanged_apart_from_the_zip(two_courses):
 @pytest.mark.class_grading
 def test_one_student_regraded_the_report_still_covers_the_class(two_courses):
     where = two_courses["parallel"]
+    # records that are not the grader's: a malformed one, and a classmate's filed under ada
+    folder = record.store(where).folder(ASSIGNMENT, "ada")
+    (folder / "extra.json").write_text('{"student": "ada", "surprise": 1}')
+    (folder / "copied.json").write_bytes(
+        record.store(where).path(ASSIGNMENT, "carl", ASSIGNMENT).read_bytes())
     again = run("grade", ASSIGNMENT, "--student", "blaise", "--force", cwd=where)
     assert again.returncode == 0, again.stderr[-2000:]
     assert "1 submissions graded" in again.stdout
+    assert "WARNING: skipped the grade record" in again.stderr
+    assert "extra.json: unknown keys ['surprise']" in again.stderr
+    assert "copied.json: it is the record of carl/" in again.stderr
     with open(where / "reports" / ASSIGNMENT / "report.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     assert rows and {row["students"] for row in rows} == {str(len(CLASS) + 2)}  # zoe, mallory
     # the gradebook's comment on an answer is its diagnosis, as the student reads it
-    rec = record.GradeRecord.read(where / "autograded" / "blaise" / ASSIGNMENT
-                                  / f"{ASSIGNMENT}{record.SUFFIX}")
+    rec = course.grade_record(where, "blaise", ASSIGNMENT)
     failed = [q for q in rec.questions if not q["passed"]]
     assert failed
     with Course.load(where).gradebook() as gb:
@@ -180,8 +185,7 @@ def test_self_check_agrees_with_the_instructors_autograde(two_courses, student):
     serial = two_courses["serial"]
     notebook = serial / "submitted" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     (mine,) = cli.check_notebook(serial, notebook)
-    theirs = record.GradeRecord.read(serial / "autograded" / student / ASSIGNMENT
-                                     / f"{ASSIGNMENT}{record.SUFFIX}")
+    theirs = course.grade_record(serial, student, ASSIGNMENT)
     assert mine.student == student  # read from submitted/STUDENT/..., so the same inputs
     assert mine.questions == theirs.questions
 
@@ -202,6 +206,10 @@ def test_check_prints_points_and_messages(root, tmp_path):
     ("ada/01_gradients/../../../../evil.ipynb", "unsafe path"),
     ("C:/evil/a/b.ipynb", "unsafe path"),
     ("ada/01_gradients/link.ipynb", "is a link"),
+    ("ada/01_gradients/bomb.bin", "more than the limit"),  # 20 MB of zeros in 20 kB
+    ("bob/01_gradients/./01_gradients.ipynb", "name the same file"),
+    ("BOB/01_gradients/01_gradients.ipynb", "name the same file"),
+    ("<img src=x>/01_gradients/01_gradients.ipynb", "is not a student id"),
 ])
 def test_zip_members_that_leave_submitted_are_refused(tmp_path, root, member, says):
     shutil.copy2(root / "nbgrader_config.py", tmp_path)
@@ -213,6 +221,8 @@ def test_zip_members_that_leave_submitted_are_refused(tmp_path, root, member, sa
         if says == "is a link":
             info.external_attr = (0o120777 << 16)
             zf.writestr(info, "/etc/passwd")
+        elif member.endswith("bomb.bin"):
+            zf.writestr(info, bytes(20 * 10**6), compress_type=zipfile.ZIP_DEFLATED)
         else:
             zf.writestr(info, "{}")
     def files():  # all but exchange/, which loading the course's config makes
@@ -242,12 +252,10 @@ def every_unit(tmp_path_factory, root):
 @pytest.mark.parametrize("unit", UNITS)
 def test_references_get_every_point_and_stubs_none(every_unit, unit):
     scores = course.gradebook_scores(every_unit, unit)
-    rec = record.GradeRecord.read(every_unit / "autograded" / "reference" / unit
-                                  / f"{unit}{record.SUFFIX}")
+    rec = course.grade_record(every_unit, "reference", unit)
     assert scores == {"reference": rec.max_score, "stub": 0.0}, [
         q["message"] for q in rec.questions if not q["passed"]]
-    stub = record.GradeRecord.read(every_unit / "autograded" / "stub" / unit
-                                   / f"{unit}{record.SUFFIX}")
+    stub = course.grade_record(every_unit, "stub", unit)
     assert {q["diagnosis"] for q in stub.questions} == {"blank"}
     assert rec.flags == [] and stub.flags == [] and rec.sandboxed
 

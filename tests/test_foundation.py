@@ -86,15 +86,16 @@ def test_the_course_pipelines_are_nbgraders_own_with_the_courses_changes(root):
     executed = default(Autograde, "autograde_preprocessors")
     assert "Execute" in executed
     assert names(config.Autograde.autograde_preprocessors) == [
-        "JudgedExecute" if step == "Execute" else step for step in executed] + ["RecordResults"]
+        "JudgedExecute" if step == "Execute" else step for step in executed] + [
+        "RecordResults", "MakeInert"]
     sanitized = names(config.Autograde.sanitize_preprocessors)
     assert [s for s in sanitized if s != "RepairSubmission"] == default(
         Autograde, "sanitize_preprocessors")
-    assert sanitized.index("RepairSubmission") + 1 == sanitized.index("OverwriteCells")
+    assert sanitized.index("RepairSubmission") + 1 == sanitized.index("DeduplicateIds")
     feedback = names(config.GenerateFeedback.preprocessors)
-    assert [s for s in feedback if s != "HideHiddenTests"] == default(
-        GenerateFeedback, "preprocessors")
-    assert "HideHiddenTests" in feedback
+    ours = ("HideHiddenTests", "ShowCommentsAsText")
+    assert [s for s in feedback if s not in ours] == default(GenerateFeedback, "preprocessors")
+    assert feedback.index("GetGrades") + 1 == feedback.index("HideHiddenTests")
 
 
 def test_text_graph_walks_from_output_to_leaf():

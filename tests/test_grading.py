@@ -10,6 +10,7 @@ really try to write into the package and the gradebook.
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import shutil
 import subprocess
@@ -24,15 +25,18 @@ from nbgrader.api import Gradebook
 import autograd_course
 from autograd_course.grading import record, sandbox, scan
 from autograd_course.grading.preprocessors import strip_hidden_tests
+from autograd_course.grading.terminal import safe
 from autograd_course.testkit import classes as course
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
 import hostile_class  # noqa: E402
 import make_toy  # noqa: E402
+import payloads  # noqa: E402
+from support.pages import formgrader_html, live_marks  # noqa: E402
+from support.toy import BUDGET, make_class  # noqa: E402
 
-# Short limits keep the suite fast; the course's own values are in nbgrader_config.py.
-TEST_LIMITS = "\nc.Execute.timeout = 8\nc.JudgedExecute.memory_limit_mb = 1500\n"
 HONEST = [s for s, c in hostile_class.CASES.items() if c.kind == "honest"]
+INERT = {"text/plain", "image/png", "image/jpeg"}
 PACKAGE = Path(autograd_course.__file__).parent
 
 
@@ -44,18 +48,6 @@ def digest(*paths: Path) -> dict[str, str]:
             if file.is_file() and "__pycache__" not in file.parts:
                 found[str(file)] = hashlib.sha256(file.read_bytes()).hexdigest()
     return found
-
-
-def make_class(base: Path, root: Path, students: list[str]) -> Path:
-    (base / "source" / "toy").mkdir(parents=True)
-    nbformat.write(make_toy.toy_notebook(), base / "source" / "toy" / "toy.ipynb")
-    course.make_course(base, base, ["toy"], config=(root / "nbgrader_config.py").read_text()
-                       + TEST_LIMITS)
-    release = base / "release" / "toy" / "toy.ipynb"
-    for student in students:
-        course.submit(base, student, "toy", "toy",
-                      hostile_class.build(student, lambda a: course.fill(release, a)))
-    return base
 
 
 def gradebook_rows(where: Path, students: list[str]) -> dict:
@@ -113,7 +105,7 @@ def graded(tmp_path_factory, root):
 
 
 def _record(where: Path, student: str) -> record.GradeRecord:
-    return record.GradeRecord.read(where / "autograded" / student / "toy" / f"toy{record.SUFFIX}")
+    return course.grade_record(where, student, "toy")
 
 
 def _said(rec: record.GradeRecord) -> str:
@@ -192,7 +184,8 @@ def test_check_gives_the_verdict_of_grade_for_every_case(graded):
         for q in rec.questions:
             line = (f"{'PASS' if q['passed'] else 'FAIL'} {q['question']}: "
                     f"{q['score'] or 0:g}/{q['points']:g}")
-            assert line + (f"  {q['message']}" if q["message"] else "") in block, (student, line)
+            said = f"  {safe(q['message'])}" if q["message"] else ""
+            assert line + said in block, (student, line)
         assert f"total: {rec.score:g}/{rec.max_score:g}" in block
 
 
@@ -214,7 +207,7 @@ def test_no_hidden_test_line_reaches_a_student(graded):
     texts = {str(p): p.read_text() for p in pages}
     for where in (graded["base"], graded["parallel"]):
         texts.update({str(p): p.read_text()
-                      for p in (where / "autograded").glob(f"*/toy/*{record.SUFFIX}")})
+                      for p in (where / record.STORE).glob("toy/*/*.json")})
     texts["check output"] = graded["checked"].stdout + graded["checked"].stderr
     for name, text in texts.items():
         assert "SECRET-HIDDEN-LINE" not in text and "BEGIN HIDDEN TESTS" not in text, name
@@ -289,3 +282,83 @@ def test_scan_leaves_honest_code_alone(honest):
 def test_scan_flags_what_reaches_past_the_answer(tampering, named):
     findings = scan.scan_source(tampering, "q1", PROTECTED)
     assert findings and any(named in str(f) for f in findings), findings
+
+
+# -- what surrounds the kernel: pages people see, records, the grader's time -----------------
+
+
+@pytest.mark.class_grading
+def test_autograded_notebooks_hold_only_inert_content(graded):
+    for where in (graded["base"], graded["parallel"]):
+        for student in hostile_class.CASES:
+            nb = nbformat.read(where / "autograded" / student / "toy" / "toy.ipynb", 4)
+            assert set(nb.metadata) <= {"kernelspec", "language_info"}, student
+            for cell in nb.cells:
+                assert set(cell.metadata) <= {"nbgrader"} and "attachments" not in cell, student
+                for output in cell.get("outputs", []):
+                    assert set(output.get("data", {})) <= INERT, (student, output)
+
+
+@pytest.mark.class_grading
+def test_no_page_a_person_sees_runs_the_students_script(graded):
+    base = graded["base"]
+    mine = base / "autograded" / "attack_scripts" / "toy" / "toy.ipynb"
+    pages = {"formgrader": formgrader_html(mine),
+             "feedback": (base / "feedback" / "attack_scripts" / "toy" / "toy.html").read_text(),
+             "report": (graded["parallel"] / "reports" / "toy" / "report.html").read_text()}
+    for name, page in pages.items():
+        assert live_marks(page, payloads.MARK) == [], name
+    # what the student wrote is still there, as text: their markdown and their messages
+    assert payloads.MARK in pages["formgrader"] and payloads.MARK in pages["feedback"]
+    # the check finds the payloads where nothing made them inert: the submission itself
+    submitted = base / "submitted" / "attack_scripts" / "toy" / "toy.ipynb"
+    assert len(live_marks(formgrader_html(submitted), payloads.MARK)) >= 5
+
+
+@pytest.mark.class_grading
+def test_honest_pictures_still_show(graded):
+    for where in (graded["base"], graded["parallel"]):
+        nb = nbformat.read(where / "autograded" / "honest_pictures" / "toy" / "toy.ipynb", 4)
+        pngs = [o for c in nb.cells for o in c.get("outputs", [])
+                if "image/png" in o.get("data", {})]
+        assert len(pngs) == 2  # matplotlib's plot and the computation graph
+    feedback = (graded["base"] / "feedback" / "honest_pictures" / "toy" / "toy.html").read_text()
+    assert feedback.count('src="data:image/png;base64,') == 2
+
+
+@pytest.mark.class_grading
+def test_records_come_from_the_grader_only(graded):
+    for where in (graded["base"], graded["parallel"]):
+        # the files the student brought reach autograded/ as files, and nothing reads them
+        assert (where / "autograded" / "attack_records" / "toy" / "forged.grading.json").exists()
+        records, skipped = record.store(where).read("toy", "right")
+        assert skipped == [] and [r.notebook for r in records] == ["toy"]
+        assert records[0].flags == [] and records[0].score == 4
+        mine = course.grade_record(where, "attack_records", "toy")
+        assert not any("a note the student wrote" in note for note in mine.notes)
+    rows = list(csv.DictReader(open(graded["parallel"] / "reports" / "toy" / "report.csv")))
+    assert {int(row["students"]) for row in rows} == {len(hostile_class.CASES)}
+    report = (graded["parallel"] / "reports" / "toy" / "report.html").read_text()
+    assert "forged flag" not in report
+
+
+@pytest.mark.class_grading
+def test_the_terminal_shows_no_escape_codes(graded):
+    for key in ("cli", "checked"):
+        out = graded[key].stdout + graded[key].stderr
+        assert "\x1b" not in out and "\u202e" not in out, key
+    assert "FLAGGED nobody" not in graded["cli"].stdout.replace("raised ValueError", "")
+    assert "FLAGGED right/" not in graded["cli"].stdout
+
+
+@pytest.mark.class_grading
+def test_one_notebook_costs_the_grader_at_most_its_budget(graded):
+    budget = BUDGET  # the watchdog stops a kernel 10 s after it
+    for where in (graded["base"], graded["parallel"]):
+        for student in hostile_class.CASES:
+            rec = _record(where, student)
+            assert rec.seconds is not None and rec.seconds <= budget + 12, (student, rec.seconds)
+        sleeper = _record(where, "attack_sleeping")
+        assert "time budget" in (sleeper.failure or "")
+        flood = where / "autograded" / "attack_output_flood" / "toy" / "toy.ipynb"
+        assert flood.stat().st_size < 10 * 2**20  # 200 MiB printed, 8 MiB kept

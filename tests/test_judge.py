@@ -193,3 +193,49 @@ def test_a_whole_question_runs_the_same_with_a_fixed_key(root):
     first = run_judged(nb, "q4_vjp", wrong, seed_key=b"s" * 32)
     again = run_judged(nb, "q4_vjp", wrong, seed_key=b"s" * 32)
     assert not first.passed and first.message == again.message
+
+
+# -- ordinary nbgrader tests behave in the judge as they do in nbgrader ----------------------
+
+
+def test_a_students_exception_arrives_as_its_builtin_type():
+    session = judge("def squares(n):\n    if n < 1:\n        raise ValueError('n < 1')\n"
+                    "    return [i * i for i in range(1, n + 1)]\n"
+                    "class Mine(KeyError):\n    pass\n"
+                    "def lookup():\n    raise Mine('custom')")
+    verdict = session.run_test(
+        "try:\n    squares(0)\nexcept ValueError as e:\n    assert 'n < 1' in str(e)\n"
+        "else:\n    raise AssertionError('did not raise')\n"
+        "try:\n    lookup()\nexcept LookupError:\n    pass\n", "t")
+    assert verdict.passed, verdict.diagnostic
+    verdict = session.run_test("squares(0)", "t2")  # uncaught: still the course's diagnosis
+    assert (verdict.ename, verdict.diagnosis) == ("ValueError", "raised")
+    assert isinstance(verdict.error, checks.StudentError) and isinstance(verdict.error,
+                                                                          ValueError)
+
+
+def test_exceptions_that_steer_the_interpreter_do_not_arrive_as_themselves():
+    session = judge("def stop():\n    raise StopIteration\ndef leave():\n    raise SystemExit(3)")
+    for name in ("stop", "leave"):
+        verdict = session.run_test(f"{name}()", name)
+        assert type(verdict.error) is checks.StudentError, name
+
+
+def test_a_test_that_deletes_a_students_name_and_restores_it_works_as_in_nbgrader():
+    session = judge("def squares(n):\n    return [i * i for i in range(1, n + 1)]\n"
+                    "def sum_of_squares(n):\n    return sum(squares(n))")
+    verdict = session.run_test(
+        "orig_squares = squares\ndel squares\n"
+        "try:\n    sum_of_squares(1)\nexcept NameError:\n    pass\n"
+        "else:\n    raise AssertionError('sum_of_squares does not use squares')\n"
+        "finally:\n    squares = orig_squares\n", "uses_squares")
+    assert verdict.passed, verdict.diagnostic
+    assert "squares" in session.link.namespace  # restored in the kernel
+    assert session.run_test("assert sum_of_squares(2) == 5", "after").passed
+
+
+def test_a_module_of_the_students_kernel_is_the_judges_own_when_installed():
+    session = judge("import os, json\nimport torch.nn as nn\nos_name = os.name")
+    verdict = session.run_test("assert os.getenv('HOME') is not None\n"
+                               "assert json.dumps([1]) == '[1]'\nassert nn.Linear", "t")
+    assert verdict.passed, verdict.diagnostic

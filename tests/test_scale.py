@@ -25,7 +25,7 @@ import psutil
 import pytest
 from distributed import Client, LocalCluster
 
-from autograd_course.grading import gradebook
+from autograd_course.grading import gradebook, record
 from autograd_course.grading.course import Course
 from autograd_course.testkit import classes, synthetic
 from autograd_course.testkit.postgres import Postgres
@@ -215,8 +215,7 @@ def test_a_submission_that_keeps_killing_workers_gets_zero_and_a_reason(cluster,
     # her kernels, which outlived the workers they killed, died with them
     assert _left_behind(_orphaned_kernel(since=started)) == []
     assert classes.gradebook_scores(course, ASSIGNMENT) == {"ada": FULL, "mallory": 0.0}
-    record = (course / "autograded" / "mallory" / ASSIGNMENT / f"{ASSIGNMENT}.grading.json")
-    assert "KilledWorker" in record.read_text()
+    assert "KilledWorker" in classes.grade_record(course, "mallory", ASSIGNMENT).failure
 
 
 # -- resuming --------------------------------------------------------------------------------
@@ -238,8 +237,8 @@ def test_a_killed_run_resumes_without_regrading_and_manual_grades_survive(refere
     # notice and exit: none is left blocked, writing a result that no one will read
     assert _left_behind(lambda info: str(course) in " ".join(info["cmdline"] or [])) == []
     assert 2 <= len(first) < len(CLASS), first
-    kept = {s: (course / "autograded" / s / ASSIGNMENT / f"{ASSIGNMENT}.grading.json"
-                ).stat().st_mtime_ns for s in first}
+    kept = {s: record.store(course).path(ASSIGNMENT, s, ASSIGNMENT).stat().st_mtime_ns
+            for s in first}
 
     again = grade(course, "--jobs", "2")
     assert again.returncode == 0, again.stderr[-2000:]
@@ -248,7 +247,7 @@ def test_a_killed_run_resumes_without_regrading_and_manual_grades_survive(refere
     assert classes.gradebook_scores(course, ASSIGNMENT) == scores  # each exactly once
     assert markers(course).keys() == {s for s, _ in CLASS}
     for student, mtime in kept.items():  # not regraded
-        path = course / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.grading.json"
+        path = record.store(course).path(ASSIGNMENT, student, ASSIGNMENT)
         assert path.stat().st_mtime_ns == mtime
 
     # a teacher grades by hand in formgrader, then a student's submission changes

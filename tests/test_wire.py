@@ -33,7 +33,7 @@ def roundtrip(value, limit: int = 2**20):
 
 @pytest.mark.parametrize("value", [
     None, True, False, 0, -3, 2**80, 1.5, float("inf"), -0.0, 1e-310, complex(1, -2), "héllo",
-    [1, [2.5, "x"]], (1, (None, True)), {"a": 1, 2: [3]},
+    [1, [2.5, "x"]], (1, (None, True)), {"a": 1, "2": [3]},
 ])
 def test_plain_values_come_back_equal_and_of_the_plain_type(value):
     back = roundtrip(value)
@@ -125,6 +125,9 @@ def test_the_same_object_twice_is_one_object():
     ({"t": "float", "v": "__import__('os')"}, "float"),
     ({"t": "dict", "h": 1, "items": [[{"t": "list", "h": 2, "items": []}, {"t": "none"}]]},
      "key"),
+    ({"t": "dict", "h": 1, "items": [[{"t": "int", "v": "1"}, {"t": "none"}]]}, "string"),
+    ({"t": "list", "h": 2**61 - 1, "items": []}, "handle"),
+    ({"t": "list", "h": 0, "items": []}, "handle"),
     ("not a record", "not a record"),
 ])
 def test_malformed_records_are_refused(record, says):
@@ -148,3 +151,27 @@ def test_deep_nesting_is_refused_on_both_sides():
 def test_the_reply_size_is_limited():
     with pytest.raises(ReplyError, match="larger than"):
         Encoder(Kept(), 2**20).encode(torch.zeros(2**19))
+
+
+def _colliding(n: int) -> dict:
+    """A forged reply: a dict of ``n`` integer keys that all share one hash (multiples of
+    2**61 - 1), which would make building it quadratic, and handles that collide the same way."""
+    modulus = 2**61 - 1
+    return {"t": "dict", "h": 1, "items": [
+        [{"t": "int", "v": str(k * modulus)}, {"t": "list", "h": k * modulus, "items": []}]
+        for k in range(1, n)]}
+
+
+def test_a_forged_reply_with_colliding_keys_is_refused_at_its_first_key():
+    decoder = Decoder(lambda rec, handle: None)
+    with pytest.raises(ReplyError, match="not a string"):
+        decoder.decode(json.loads(json.dumps(_colliding(99_999))))
+    assert decoder.nodes == 1  # refused before a single key was hashed
+
+
+def test_decoding_stops_at_its_deadline():
+    import time
+
+    record = {"t": "list", "h": 1, "items": [{"t": "float", "v": "0x1p+0"}] * 150_000}
+    with pytest.raises(ReplyError, match="too long"):
+        Decoder(lambda rec, handle: None, deadline=time.monotonic() - 1).decode(record)

@@ -147,15 +147,26 @@ class Course:
                                   f"(known: {', '.join(known)})")
         return list(names) or known
 
-    def submissions(self, assignments: list[str], students: list[str] = ()) -> list[Submission]:
-        """The submissions on disk for ``assignments`` (and ``students``, when given)."""
+    def submissions(self, assignments: list[str], students: list[str] = (),
+                    problems: list[str] | None = None) -> list[Submission]:
+        """The submissions on disk for ``assignments`` (and ``students``, when given). A folder
+        whose name is not a student id the course accepts is left out, with a line in
+        ``problems``."""
+        from autograd_course.grading.record import NAME
+
         wanted = set(students)
         found = []
         for assignment in assignments:
             folder = self.directory("submitted", "*", assignment)
             for path in sorted(folder.parent.parent.glob(f"*/{assignment}")):
-                if path.is_dir() and (not wanted or path.parent.name in wanted):
-                    found.append(Submission(path.parent.name, assignment))
+                if not path.is_dir() or (wanted and path.parent.name not in wanted):
+                    continue
+                if not NAME.match(path.parent.name):
+                    if problems is not None:
+                        problems.append(f"{path}: {path.parent.name!r} is not a student id "
+                                        "(letters, digits and . _ @ + -); not graded")
+                    continue
+                found.append(Submission(path.parent.name, assignment))
         return found
 
     def secret(self) -> str:

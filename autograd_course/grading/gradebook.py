@@ -2,7 +2,8 @@
 
 Only the process that runs ``autograd-course grade`` writes here; workers return data
 (:class:`~.tasks.Outcome`). For each submission, :meth:`Writer.merge` first writes its files
-(autograded/, feedback/, the grade records), then, in one database transaction, its grades,
+(autograded/, feedback/, its grade records in the course's store), then, in one database
+transaction, its grades,
 its comments and a **marker**: a row of the table ``autograd_course_graded`` (kept in the
 gradebook's own database, beside nbgrader's tables) with the digest of the files it graded.
 So a run killed at any point leaves each submission either fully merged, with its marker, or
@@ -145,6 +146,15 @@ class Writer:
         course = self.course
         _replace_folder(course.directory("autograded", student, assignment), outcome.autograded)
         _replace_folder(course.directory("feedback", student, assignment), outcome.feedback)
+        store = record.store(course.root)
+        store.clear(assignment, student)
+        for notebook, data in outcome.records.items():
+            found = record.GradeRecord.from_json(data)
+            if (found.student, found.assignment, found.notebook) != (student, assignment,
+                                                                      notebook):
+                raise record.RecordError(f"a worker sent {student}/{assignment}'s results "
+                                         f"with the record of {found.student}/{found.assignment}")
+            store.write(found)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # SQLAlchemy's notes on nbgrader's own queries
             submission = self._submission(student, assignment, outcome.timestamp)
@@ -169,7 +179,8 @@ class Writer:
         by the next run unless its files change, or ``--force``.
         """
         student, assignment = outcome.submission.student, outcome.submission.assignment
-        folder = self.course.directory("autograded", student, assignment)
+        store = record.store(self.course.root)
+        store.clear(assignment, student)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             submission = self._submission(student, assignment)
@@ -181,9 +192,9 @@ class Writer:
                     questions.append(dict(question=grade.name, points=grade.max_score, score=0,
                                           passed=False, message=f"NotGraded: {reason}",
                                           diagnosis="not_graded"))
-                record.GradeRecord(student=student, assignment=assignment,
-                                   notebook=notebook.name, questions=questions, failure=reason
-                                   ).write(folder / f"{notebook.name}{record.SUFFIX}")
+                store.write(record.GradeRecord(student=student, assignment=assignment,
+                                               notebook=notebook.name, questions=questions,
+                                               failure=reason))
             _mark(self.gb, assignment, student, outcome.digest)
             self.gb.db.commit()
 

@@ -30,9 +30,12 @@ from __future__ import annotations
 import base64
 import builtins
 import contextlib
+import functools
 import hashlib
 import hmac
 import io
+import queue
+import re
 import secrets
 import time
 import types
@@ -51,6 +54,37 @@ from autograd_course.wire import Decoder, Handle, RemoteFunction, ReplyError
 
 _BUILTINS = frozenset(vars(builtins))
 MESSAGE_LIMIT = 300  # characters of a student's exception message shown in feedback
+
+
+#: Exceptions of the student's code that do not arrive as their own type: those that steer the
+#: interpreter rather than report an error.
+NOT_AS_THEMSELVES = frozenset({"BaseException", "Exception", "SystemExit", "KeyboardInterrupt",
+                               "GeneratorExit", "StopIteration", "StopAsyncIteration"})
+
+
+@functools.cache
+def _error_class(name: str) -> type[StudentError]:
+    """The judge's class for a student's exception of the builtin type ``name``: it is that
+    type and a :class:`StudentError` (made here from the judge's own builtins, never from
+    anything the kernel sends), or :class:`StudentError` alone for any other name."""
+    builtin = getattr(builtins, name, None)
+    if name in NOT_AS_THEMSELVES or not (isinstance(builtin, type)
+                                         and issubclass(builtin, Exception)):
+        return StudentError
+    try:
+        return type(name, (StudentError, builtin), {"__module__": __name__})
+    except TypeError:  # a layout the two cannot share (OSError's, UnicodeError's)
+        return StudentError
+
+
+def student_error(label: str, raised: dict) -> StudentError:
+    """A student's exception as the judge raises it: as the most specific builtin type it
+    derives from (so that ``except ValueError:`` catches it, as in nbgrader), and a
+    StudentError."""
+    type_name = str(raised.get("type", "Exception"))[:100]
+    bases = raised.get("builtins")
+    first = str(bases[0])[:100] if isinstance(bases, list) and bases else type_name
+    return _error_class(first)(label, type_name, str(raised.get("message", ""))[:2000])
 
 
 class AnswerError(Exception):
@@ -109,19 +143,11 @@ class JupyterLink:
     """
 
     def __init__(self, kernel_manager, limit: int, alive: Callable[[], bool]):
-        import zmq
+        from autograd_course.grading.kernel import judge_client
 
         self.alive = alive
         self.limit = limit
-        from jupyter_client.blocking import BlockingKernelClient
-
-        context = zmq.Context()
-        context.setsockopt(zmq.MAXMSGSIZE, 2 * limit)  # a flood is cut off by zmq itself
-        self.client = BlockingKernelClient(context=context)
-        self.client.load_connection_info(kernel_manager.get_connection_info())
-        # The kernel is up (nbclient waited for it): a request sent before the sockets finish
-        # connecting is queued by zmq, so no wait for readiness is needed here.
-        self.client.start_channels(iopub=False, stdin=False, hb=False, control=True)
+        self.client = judge_client(kernel_manager, limit)
 
     def request(self, payload: str, timeout: float) -> dict:
         expression = ("__import__('autograd_course.agent', fromlist=['serve'])"
@@ -136,10 +162,12 @@ class JupyterLink:
                 raise AnswerError(f"no answer within {timeout:.0f} s (an endless loop?)")
             try:
                 reply = self.client.get_shell_msg(timeout=min(left, 1.0))
-            except Exception:  # queue.Empty: check that the kernel is still there
+            except queue.Empty:  # check that the kernel is still there
                 if not self.alive():
                     raise KernelDied("the kernel died (a crash, os._exit or a signal)") from None
                 continue
+            except Exception as exc:  # a message over the limits (kernel.bounded_unpack)
+                raise AnswerError(f"the kernel's answer could not be read ({exc})") from None
             if reply.get("parent_header", {}).get("msg_id") == msg_id:
                 break
         if reply.get("content", {}).get("status") != "ok":
@@ -176,11 +204,33 @@ class Namespace(dict):
     def __init__(self, session: Session):
         super().__init__(__name__="__judge__", __builtins__=builtins)
         self.session = session
+        self.deleted: set[str] = set()
 
     def __missing__(self, name: str):
         if name in _BUILTINS or name.startswith("__"):
             raise KeyError(name)
         return self.session.fetch(name)
+
+    def __delitem__(self, name: str):
+        """``del NAME`` in a test: of a name the test bound, here; of the student's, in the
+        kernel, as in nbgrader (later reads, here and in the kernel, find it missing)."""
+        if dict.__contains__(self, name):
+            dict.__delitem__(self, name)
+        elif name in _BUILTINS or name.startswith("__"):
+            raise KeyError(name)
+        else:
+            self.session.delete(name)
+            self.deleted.add(name)
+
+    def __setitem__(self, name: str, value):
+        """A test's assignment binds the name here, for the tests; putting a kernel object
+        back under a name the test deleted restores it in the kernel too, as in nbgrader."""
+        if name in self.deleted and self.session.handle_of(value) is not None:
+            self.session.bind(name, value)
+            self.deleted.discard(name)
+            dict.pop(self, name, None)
+        else:
+            dict.__setitem__(self, name, value)
 
 
 @dataclass
@@ -211,6 +261,7 @@ class Session:
     link: object
     seed_key: bytes | None = None
     timeout: float = 60.0
+    budget: float = float("inf")  # time.monotonic() when the notebook's time is spent
     namespace: Namespace = field(init=False)
     locked_errors: list[str] = field(default_factory=list)
 
@@ -241,7 +292,7 @@ class Session:
         NotImplementedError in the kernel (the blank stub), so a failure means "not answered";
         ``answer_error`` is the error an answer cell of the question raised, if any.
         """
-        self._deadline = time.monotonic() + self.timeout
+        self._deadline = min(time.monotonic() + self.timeout, self.budget)
         self._generator = self._seeded(label)
         out = io.StringIO()
         token = checks.JUDGE.set(self)
@@ -270,6 +321,8 @@ class Session:
             return Verdict(False, "NotAnswered",
                            "the answer cell still raises NotImplementedError: replace "
                            "`raise NotImplementedError()` with your answer.", diagnosis="blank")
+        if isinstance(exc, StudentError):
+            return Verdict(False, exc.type_name, _cut(str(exc)), diagnosis="raised")
         if isinstance(exc, NameError):
             name = getattr(exc, "name", None) or "the answer"
             return Verdict(False, "NotAnswered",
@@ -277,8 +330,6 @@ class Session:
                            "spelling of the name). A blank answer scores 0.", diagnosis="blank")
         if isinstance(exc, CheckError):
             return Verdict(False, "CheckError", str(exc), diagnosis=exc.diagnosis)
-        if isinstance(exc, StudentError):
-            return Verdict(False, exc.type_name, _cut(str(exc)), diagnosis="raised")
         if isinstance(exc, KernelDied):
             return Verdict(False, "KernelDied", str(exc), diagnosis="crashed")
         if isinstance(exc, AnswerError | ReplyError):
@@ -305,11 +356,18 @@ class Session:
         payload = base64.b64encode(_dumps(dict(message, nonce=nonce), self)).decode("ascii")
         left = self._deadline - time.monotonic()
         if left <= 0:
+            if time.monotonic() >= self.budget:
+                raise AnswerError("the notebook's time budget was spent")
             raise AnswerError(f"the test ran out of time ({self.timeout:.0f} s)")
         try:
             reply = self.link.request(payload, min(left, self.timeout))
         except KernelDied as exc:
             self.dead = str(exc)
+            raise
+        except AnswerError:
+            if time.monotonic() >= self.budget:  # the same words, however much was left
+                raise AnswerError("no answer before the notebook's time budget was spent"
+                                  ) from None
             raise
         if reply.get("nonce") != nonce:
             raise AnswerError("the kernel answered a different request")
@@ -323,6 +381,37 @@ class Session:
         if "missing" in reply:
             raise KeyError(name)
         return self._decoder().decode(reply.get("value"))
+
+    def delete(self, name: str) -> None:
+        """Delete the student's ``name`` in the kernel (KeyError when it binds none)."""
+        if "missing" in self._request({"op": "delete", "name": name}):
+            raise KeyError(name)
+
+    def bind(self, name: str, value) -> None:
+        """Bind ``name`` in the kernel to a kernel object (one that came from there)."""
+        self._request({"op": "bind", "name": name, "value": value})
+
+    def files(self, limit: int, max_files: int) -> dict[str, bytes]:
+        """The files the notebook wrote in its working folder, as the kernel sends them
+        (relative paths checked to stay below it; at most ``limit`` bytes, ``max_files``)."""
+        reply = self._request({"op": "files", "limit": limit, "max_files": max_files})
+        found = reply.get("files")
+        if not isinstance(found, dict) or len(found) > max_files:
+            raise AnswerError("the kernel's list of files was not readable")
+        files, total = {}, 0
+        for name, data in found.items():
+            parts = name.split("/")
+            if not (isinstance(data, str) and all(_FILE_PART.match(p) for p in parts)):
+                continue
+            try:
+                content = base64.b64decode(data, validate=True)
+            except ValueError:
+                continue
+            total += len(content)
+            if total > limit:
+                break
+            files[name] = content
+        return files
 
     def call(self, target, args: tuple, kwargs: dict, *, label: str, no_grad: bool = False):
         """Call ``target`` in the kernel; return ``(result, warnings)``.
@@ -352,8 +441,7 @@ class Session:
             raised = reply["raised"]
             if not isinstance(raised, dict):
                 raise AnswerError("the kernel's answer was not readable")
-            raise StudentError(label, str(raised.get("type", "Exception"))[:100],
-                               str(raised.get("message", ""))[:2000])
+            raise student_error(label, raised)
         return decoder.decode(reply.get("value")), caught
 
     def current(self, value):
@@ -372,12 +460,16 @@ class Session:
     # -- values and handles ------------------------------------------------------------
     def _decoder(self) -> Decoder:
         def wrap(record: dict, handle: int) -> Handle:
+            if record["type"] == "module":  # as the judge's own, when it is installed here
+                module = _installed_module(str(record.get("name", "")))
+                if module is not None:
+                    return module
             if record["callable"]:
                 name = str(record.get("name") or record["type"])[:100]
                 return RemoteFunction(self, handle, record["type"], name)
             return Handle(self, handle, record["type"])
 
-        return Decoder(wrap, self._keep)
+        return Decoder(wrap, self._keep, deadline=self._deadline)
 
     def _keep(self, value, handle: int) -> None:
         self._kept[id(value)] = (value, handle, _stamp(value))
@@ -417,6 +509,33 @@ class Session:
 
 
 # --- helpers -------------------------------------------------------------------------------
+
+_FILE_PART = re.compile(r"^[A-Za-z0-9_+@=,-][A-Za-z0-9 ._+@=,-]{0,127}$")
+
+
+def _installed_module(name: str):
+    """The judge's own module ``name`` when it comes from this Python's installation (its
+    standard library or site-packages), else None: a module of the student's is never run
+    here."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", name):
+        return None
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    origin = spec.origin or ""
+    prefixes = {str(Path(p).resolve()) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    if origin not in ("built-in", "frozen") and not any(
+            str(Path(origin).resolve()).startswith(p + "/") for p in prefixes):
+        return None
+    return importlib.import_module(name)
+
 
 
 def _stamp(value):

@@ -17,12 +17,14 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import zmq
 from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
+from jupyter_client.session import json_unpacker
 from jupyter_core.utils import run_sync
 from nbgrader.preprocessors import Execute
 
@@ -30,7 +32,41 @@ from autograd_course.grading import sandbox
 
 GRADING_KERNEL = "autograd-course-grading"
 #: The largest message a grading kernel may send the grader (outputs included).
-MAX_MESSAGE = 256 * 2**20
+MAX_MESSAGE = 64 * 2**20
+#: The bytes of files a kernel may leave in its socket folder (where it can write there).
+SOCKET_FILES = 16 * 2**20
+
+
+#: The most structure (brackets, braces, commas) a message from a kernel may carry. Honest
+#: outputs and answers are mostly strings (text, base64 images and arrays); JSON of millions
+#: of tiny containers would cost the grader gigabytes and seconds to parse.
+MAX_STRUCTURE = 2_000_000
+
+
+def bounded_unpack(data: bytes | str):
+    """jupyter_client's JSON unpacker, after a scan (at the speed of ``bytes.count``) that
+    refuses a message with more than :data:`MAX_STRUCTURE` brackets, braces and commas."""
+    raw = data if isinstance(data, bytes) else data.encode("utf8", "replace")
+    if raw.count(b"[") + raw.count(b"{") + raw.count(b",") > MAX_STRUCTURE:
+        raise ValueError(f"a message of more than {MAX_STRUCTURE} values")
+    return json_unpacker(raw)
+
+
+def judge_client(kernel_manager, limit: int):
+    """A blocking client of a grading kernel for the judge, over the shell and control
+    channels, that refuses messages over ``2 * limit`` bytes or :data:`MAX_STRUCTURE`."""
+    import zmq
+    from jupyter_client.blocking import BlockingKernelClient
+
+    context = zmq.Context()
+    context.setsockopt(zmq.MAXMSGSIZE, 2 * limit)  # a flood is cut off by zmq itself
+    client = BlockingKernelClient(context=context)
+    client.load_connection_info(kernel_manager.get_connection_info())
+    client.session.unpack = bounded_unpack  # jupyter_client: Session's public unpack trait
+    # The kernel is up (nbclient waited for it): a request sent before the sockets finish
+    # connecting is queued by zmq, so no wait for readiness is needed here.
+    client.start_channels(iopub=False, stdin=False, hb=False, control=True)
+    return client
 
 
 class GradingKernelManager(AsyncKernelManager):
@@ -39,6 +75,10 @@ class GradingKernelManager(AsyncKernelManager):
     outputs cannot fill the grader's memory with them)."""
 
     owner: int = sandbox.NOBODY
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.session.unpack = bounded_unpack  # the clients nbclient makes share this session
 
     def _context_default(self):
         # jupyter_client (private): the traitlets default of ``context``, the zmq context every
@@ -97,9 +137,13 @@ def tree_private_bytes(pid: int) -> int:
 @dataclass
 class Watchdog:
     """Kills a kernel (and every process it started) whose private memory, all its processes
-    together, passes ``limit_mb``."""
+    together, passes ``limit_mb``; or that is still running at ``deadline``
+    (``(time.monotonic() value, reason)``); or that fills its socket folder (``sockets``), the
+    one folder of the host it can write (where the grader is not root)."""
 
     limit_mb: int
+    deadline: tuple[float, str] | None = None
+    sockets: Path | None = None
     killed: str | None = None
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)
 
@@ -111,21 +155,33 @@ class Watchdog:
     def stop(self) -> None:
         self._stop.set()
 
+    def _why(self, pid: int, tick: int) -> str | None:
+        if tree_private_bytes(pid) > self.limit_mb * 2**20:
+            return f"the kernel used more than {self.limit_mb} MiB"
+        if self.deadline is not None and time.monotonic() > self.deadline[0]:
+            return self.deadline[1]
+        if self.sockets is not None and tick % 10 == 0 and sum(
+                p.stat().st_size for p in self.sockets.iterdir() if p.is_file()) > SOCKET_FILES:
+            return "the kernel wrote files into its socket folder"
+        return None
+
     def _poll(self, pid: int) -> None:
         import psutil
 
-        limit = self.limit_mb * 2**20
         try:
             process = psutil.Process(pid)
+            tick = 0
             while process.is_running() and not self._stop.is_set():
-                if tree_private_bytes(pid) > limit:
-                    self.killed = f"the kernel used more than {self.limit_mb} MiB"
+                why = self._why(pid, tick)
+                if why:
+                    self.killed = why
                     for child in process.children(recursive=True):
                         child.kill()
                     process.kill()
                     return
+                tick += 1
                 self._stop.wait(0.1)
-        except psutil.Error:
+        except (psutil.Error, OSError):
             return
 
 
@@ -151,7 +207,7 @@ class SandboxedExecute(Execute):
         self._plan = plan
         self.kernel_started = False
         self.cell_timed_out: float | None = None
-        self.watchdog = Watchdog(plan.memory_limit_mb)
+        self.watchdog = Watchdog(plan.memory_limit_mb, sockets=plan.folders.ipc)
 
     def release_kernel(self) -> None:
         """Stop watching the kernel and close its log."""

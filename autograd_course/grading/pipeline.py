@@ -5,15 +5,19 @@ that a later nbgrader adds to its defaults is kept, and one that the course's ch
 anchored to and that disappears upstream stops every nbgrader command with a clear error
 instead of being lost silently. The course's changes:
 
-- autograde, before running: :class:`~.preprocessors.RepairSubmission` (deleted locked cells
-  put back from release/, edited ones noted) just before nbgrader's ``OverwriteCells``;
+- autograde, before running: :class:`~.preprocessors.RepairSubmission` (the course's cells as
+  release/ made them: copies and unknown nbgrader metadata made ordinary cells, changed types
+  and flags restored, deleted cells put back) just before nbgrader's ``DeduplicateIds``;
 - autograde: nbgrader's ``Execute`` replaced by :class:`~.preprocessors.JudgedExecute` (the
-  student's cells in a sandboxed kernel, the test cells in the judge), and
-  :class:`~.preprocessors.RecordResults` (the grade record) appended;
-- feedback: :class:`~.preprocessors.HideHiddenTests` just after nbgrader's ``GetGrades``.
+  student's cells in a sandboxed kernel, the test cells in the judge), then
+  :class:`~.preprocessors.RecordResults` (the grade record) and
+  :class:`~.preprocessors.MakeInert` (only inert content for formgrader and the feedback)
+  appended;
+- feedback: :class:`~.preprocessors.HideHiddenTests` and
+  :class:`~.preprocessors.ShowCommentsAsText` just after nbgrader's ``GetGrades``.
 
 >>> [getattr(p, "__name__", p).rsplit(".", 1)[-1] for p in feedback_preprocessors()]
-['GetGrades', 'HideHiddenTests', 'CSSHTMLHeaderPreprocessor']
+['GetGrades', 'HideHiddenTests', 'ShowCommentsAsText', 'CSSHTMLHeaderPreprocessor']
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ def autograde_sanitizers() -> list:
     from nbgrader.converters import Autograde
 
     pipeline = _default(Autograde, "sanitize_preprocessors")
-    pipeline.insert(_index(pipeline, "OverwriteCells"), OURS + "RepairSubmission")
+    pipeline.insert(_index(pipeline, "DeduplicateIds"), OURS + "RepairSubmission")
     return pipeline
 
 
@@ -49,13 +53,15 @@ def autograde_preprocessors() -> list:
 
     pipeline = _default(Autograde, "autograde_preprocessors")
     pipeline[_index(pipeline, "Execute")] = OURS + "JudgedExecute"
-    return pipeline + [OURS + "RecordResults"]
+    return pipeline + [OURS + "RecordResults", OURS + "MakeInert"]
 
 
 def feedback_preprocessors() -> list:
-    """``GenerateFeedback.preprocessors``: nbgrader's, with hidden tests hidden."""
+    """``GenerateFeedback.preprocessors``: nbgrader's, with hidden tests hidden and comments
+    shown as text."""
     from nbgrader.converters import GenerateFeedback
 
     pipeline = _default(GenerateFeedback, "preprocessors")
-    pipeline.insert(_index(pipeline, "GetGrades") + 1, OURS + "HideHiddenTests")
+    at = _index(pipeline, "GetGrades") + 1
+    pipeline[at:at] = [OURS + "HideHiddenTests", OURS + "ShowCommentsAsText"]
     return pipeline

@@ -207,11 +207,13 @@ def class_of(course: Course, assignment: str) -> list[Submission]:
 
 
 def records_of(course: Course, submissions: list[Submission]):
-    """The grade records of ``submissions`` (one per notebook), read from autograded/."""
-    from autograd_course.grading.record import SUFFIX, GradeRecord
+    """The grade records of ``submissions`` (one per notebook), from the course's store, and
+    a warning for each file there that was skipped (malformed, or another's)."""
+    from autograd_course.grading.record import store
 
-    found = []
+    records, warnings = [], []
     for s in submissions:
-        folder = course.directory("autograded", s.student, s.assignment)
-        found.extend(GradeRecord.read(p) for p in sorted(folder.glob(f"*{SUFFIX}")))
-    return found
+        found, skipped = store(course.root).read(s.assignment, s.student)
+        records += found
+        warnings += skipped
+    return records, warnings

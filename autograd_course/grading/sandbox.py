@@ -328,20 +328,25 @@ def lock_sockets(folders: Folders) -> None:
     os.chmod(folders.ipc, 0o755)
 
 
+_next_user = [os.getpid() * 7919]  # where this process looks for a free user next
+
+
 @contextlib.contextmanager
 def kernel_user() -> Iterator[int | None]:
     """A user of its own for one grading kernel, while it runs (as root; None otherwise).
 
     Users are taken from :data:`KERNEL_UIDS` with a lock file each, so that two kernels on
-    this machine, in any grading process, never share one.
+    this machine, in any grading process, never share one; a process takes them in turn, not
+    the same one again. When the kernel is done, every process left with its user is killed
+    (a fork flood's children, say) before the user is given back.
     """
     if os.geteuid() != 0:
         yield None
         return
     USER_LOCKS.mkdir(mode=0o700, exist_ok=True)
-    start = (os.getpid() * 7919) % len(KERNEL_UIDS)
-    for i in range(len(KERNEL_UIDS)):
-        uid = KERNEL_UIDS[(start + i) % len(KERNEL_UIDS)]
+    for _ in range(len(KERNEL_UIDS)):
+        uid = KERNEL_UIDS[_next_user[0] % len(KERNEL_UIDS)]
+        _next_user[0] += 1
         handle = open(USER_LOCKS / str(uid), "a")  # noqa: SIM115 - held while the kernel runs
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -349,8 +354,32 @@ def kernel_user() -> Iterator[int | None]:
             handle.close()
             continue
         try:
+            _reap(uid)  # a grader killed before it could reap
             yield uid
         finally:
+            _reap(uid)
             handle.close()
         return
     raise RuntimeError(f"all {len(KERNEL_UIDS)} kernel users are taken")
+
+
+def _processes_of(uid: int) -> list[int]:
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if os.stat(entry.path).st_uid == uid:
+                    found.append(int(entry.name))
+    return found
+
+
+def _reap(uid: int, wait: float = 10.0) -> None:
+    """Kill every process of ``uid`` and wait until none is left."""
+    import time
+
+    deadline = time.monotonic() + wait
+    while (pids := _processes_of(uid)) and time.monotonic() < deadline:
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, 9)
+        time.sleep(0.05)

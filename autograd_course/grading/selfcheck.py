@@ -15,6 +15,7 @@ import getpass
 import hashlib
 import os
 import shutil
+import stat
 import tempfile
 import warnings
 from pathlib import Path
@@ -78,19 +79,25 @@ def check(root: Path, notebook: Path, student: str | None = None) -> list[record
 
     warnings.filterwarnings("ignore", module="nbgrader")  # SQLAlchemy's notes on nbgrader's API
 
+    from nbgrader.coursedir import CourseDirectory
+
     course = Course.load(root)
     notebook = Path(notebook).resolve()
     assignment, student = notebook.stem, student_of(notebook, student)
+    if not record.NAME.match(student):
+        raise RuntimeError(f"{student!r} is not a student id (letters, digits and . _ @ + -): "
+                           "give one with --student")
     cached = prepared_course(course, assignment)
     with tempfile.TemporaryDirectory(prefix="autograd-course-check-") as tmp:
         work = Path(tmp) / "course"
         shutil.copytree(cached, work)
         folder = work / "submitted" / student / assignment
         folder.mkdir(parents=True)
-        for path in notebook.parent.iterdir():
-            if path == notebook or (path.is_file() and path.suffix != ".ipynb"
-                                    and not path.name.endswith(record.SUFFIX)):
-                shutil.copy2(path, folder / path.name)
+        limit = int(CourseDirectory(config=course.config).max_file_size) * 1000
+        for path in notebook.parent.iterdir():  # the notebook, and the files beside it
+            if path == notebook or (path.suffix != ".ipynb" and stat.S_ISREG(
+                    path.lstat().st_mode) and path.lstat().st_size <= limit):
+                shutil.copyfile(path, folder / path.name)
         # A private SQLite gradebook: never the class's own, whatever the config names.
         private = {"db_url": sqlite_url(work)}
         checking = Course.load(work, CourseDirectory=private,
@@ -103,8 +110,8 @@ def check(root: Path, notebook: Path, student: str | None = None) -> list[record
                                                                    force=True, create=True)
         finally:
             os.chdir(cwd)
-        found = sorted((work / "autograded" / student / assignment).glob(f"*{record.SUFFIX}"))
+        found, _ = record.store(work).read(assignment, student)
         if not result.get("success") or not found:
             lines = (result.get("error") or result.get("log") or "").strip().splitlines()
             raise RuntimeError(lines[-1] if lines else "nbgrader could not grade it")
-        return [record.GradeRecord.read(p) for p in found]
+        return found

@@ -31,6 +31,7 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograd_course.grading import intake, record
 from autograd_course.grading.course import Course, Submission, tools_on_path
 
 
@@ -50,11 +51,13 @@ class Bundle:
 
 @dataclass(frozen=True)
 class Task:
-    """One submission to grade: who, which assignment, and its files (relative path -> bytes)."""
+    """One submission to grade: who, which assignment, its files (relative path -> bytes)
+    within the intake's limits (:mod:`.intake`), and the sizes of those too large to read."""
 
     submission: Submission
     files: dict[str, bytes]
     digest: str  # of the files: a regrade is needed when it changes
+    oversized: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -69,6 +72,7 @@ class Outcome:
     comments: list[dict] = field(default_factory=list)
     autograded: dict[str, bytes] = field(default_factory=dict)
     feedback: dict[str, bytes] = field(default_factory=dict)
+    records: dict[str, str] = field(default_factory=dict)  # notebook -> its grade record (JSON)
     error: str = ""
 
 
@@ -88,17 +92,24 @@ def read_files(folder: Path) -> dict[str, bytes]:
             if p.is_file() and not p.is_symlink()}
 
 
-def digest_of(files: dict[str, bytes]) -> str:
+def digest_of(files: dict[str, bytes], oversized: dict[str, int] | None = None) -> str:
     """A fingerprint of a submission's files: it changes when any file does."""
     digest = hashlib.sha256()
     for name in sorted(files):
         digest.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
+    for name, size in sorted((oversized or {}).items()):
+        digest.update(name.encode() + b"\0oversized\0" + str(size).encode())
     return digest.hexdigest()
 
 
 def make_task(course: Course, submission: Submission) -> Task:
-    files = read_files(course.directory("submitted", submission.student, submission.assignment))
-    return Task(submission, files, digest_of(files))
+    """The task of one submission: its files as the intake lets them in."""
+    from nbgrader.coursedir import CourseDirectory
+
+    folder = course.directory("submitted", submission.student, submission.assignment)
+    found = intake.scan(folder, int(CourseDirectory(config=course.config).max_file_size) * 1000)
+    files = found.read()
+    return Task(submission, files, digest_of(files, found.oversized), found.oversized)
 
 
 def sqlite_url(folder: Path) -> str:
@@ -106,13 +117,17 @@ def sqlite_url(folder: Path) -> str:
     return f"sqlite:///{Path(folder).resolve() / 'gradebook.db'}"
 
 
+def _inside(folder: Path, name: str) -> Path:
+    target = (folder.resolve() / name).resolve()
+    if folder.resolve() not in target.parents:
+        raise ValueError(f"refusing to write {name!r} outside {folder}")
+    return target
+
+
 def write_files(folder: Path, files: dict[str, bytes]) -> None:
     """Write ``files`` under ``folder``, refusing a name that would leave it."""
-    folder = folder.resolve()
     for name, data in files.items():
-        target = (folder / name).resolve()
-        if folder not in target.parents:
-            raise ValueError(f"refusing to write {name!r} outside {folder}")
+        target = _inside(folder, name)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
 
@@ -182,7 +197,10 @@ def grade(task: Task, bundle: Bundle) -> Outcome:
     folder, api = _course_of(bundle)
     for step in ("submitted", "autograded", "feedback"):
         shutil.rmtree(folder / step / student, ignore_errors=True)
+    record.store(folder).clear(assignment, student)
     write_files(folder / "submitted" / student / assignment, task.files)
+    for name, size in task.oversized.items():  # graded as too large, as in the course itself
+        intake.write_sparse(_inside(folder / "submitted" / student / assignment, name), size)
     cwd = os.getcwd()
     os.chdir(folder)
     try:
@@ -202,6 +220,8 @@ def grade(task: Task, bundle: Bundle) -> Outcome:
     _read_grades(api, outcome)
     outcome.autograded = read_files(folder / "autograded" / student / assignment)
     outcome.feedback = read_files(folder / "feedback" / student / assignment)
+    outcome.records = {path.stem: path.read_text() for path in
+                       sorted(record.store(folder).folder(assignment, student).glob("*.json"))}
     return outcome
 
 

@@ -5,7 +5,8 @@
 :func:`submit` writes one where nbgrader collects it, :func:`submit_class` a synthetic class
 of them; :func:`copy_course` copies a course and its class, ungraded; :func:`snapshot` proves
 nothing changed; :func:`gradebook_scores` reads totals from a course's gradebook (any db_url);
-:func:`nbgrader` runs the plain nbgrader command in a course, as an instructor would.
+:func:`nbgrader` runs the plain nbgrader command in a course, as an instructor would;
+:func:`grade_record` reads a notebook's grade record.
 """
 
 from __future__ import annotations
@@ -158,3 +159,12 @@ def gradebook_scores(course: Path, assignment: str) -> dict[str, float]:
         warnings.simplefilter("ignore")
         found = gb.find_assignment(assignment)
         return {s.student.id: s.score for s in found.submissions}
+
+
+def grade_record(course: Path, student: str, assignment: str, notebook: str | None = None):
+    """The grade record of one notebook (the assignment's own by default), from the course's
+    store."""
+    from autograd_course.grading import record
+
+    path = record.store(course).path(assignment, student, notebook or assignment)
+    return record.GradeRecord.from_json(path.read_text())

@@ -11,8 +11,11 @@ One class per module, as in nbgrader's own ``preprocessors`` package:
   cell's verdict as its outputs; :class:`RecordResults` (:mod:`.results`) writes the grade
   record (scores, diagnoses, notes, flags for review) and puts each diagnostic into the
   gradebook comment that the feedback shows;
+- last in the autograde stage (:mod:`.inert`): :class:`MakeInert` keeps only inert content
+  (text, PNG and JPEG images; the student's markdown as text) in the autograded notebook that
+  formgrader and the feedback show;
 - feedback (:mod:`.feedback`): :class:`HideHiddenTests` removes hidden-test code and
-  tracebacks from the feedback.
+  tracebacks from the feedback; :class:`ShowCommentsAsText` shows comments as text.
 
 The kernel's provisioning (started in the sandbox, logged, watched) is :mod:`..kernel`.
 """
@@ -20,9 +23,11 @@ The kernel's provisioning (started in the sandbox, logged, watched) is :mod:`..k
 from .cells import cell_role
 from .execute import NOT_SANDBOXED, PASSED, JudgedExecute
 from .exporter import TolerantNotebookExporter
-from .feedback import HideHiddenTests, strip_hidden_tests
+from .feedback import HideHiddenTests, ShowCommentsAsText, strip_hidden_tests
+from .inert import MakeInert
 from .repair import RepairSubmission
 from .results import RecordResults
 
-__all__ = ["NOT_SANDBOXED", "PASSED", "HideHiddenTests", "JudgedExecute", "RecordResults",
-           "RepairSubmission", "TolerantNotebookExporter", "cell_role", "strip_hidden_tests"]
+__all__ = ["NOT_SANDBOXED", "PASSED", "HideHiddenTests", "JudgedExecute", "MakeInert",
+           "RecordResults", "RepairSubmission", "ShowCommentsAsText", "TolerantNotebookExporter",
+           "cell_role", "strip_hidden_tests"]

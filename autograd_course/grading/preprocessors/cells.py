@@ -71,6 +71,37 @@ def release_notebook(coursedir: CourseDirectory, assignment: str, notebook: str
     return nbformat.read(path, as_version=4)
 
 
-def notes(nb: NotebookNode) -> list[str]:
-    """The grader's notes on a notebook (what it repaired), kept in its metadata."""
-    return nb.metadata.setdefault(META, {}).setdefault("notes", [])
+#: The grader's notes on each notebook being graded, by (student, assignment, notebook).
+_NOTES: dict[tuple[str, str, str], list[str]] = {}
+
+
+def _notebook_key(resources: dict) -> tuple[str, str, str]:
+    info = resources.get("nbgrader", {})
+    return info.get("student", ""), info.get("assignment", ""), info.get("notebook", "")
+
+
+def notes(resources: dict) -> list[str]:
+    """The grader's notes on the notebook being graded (what it repaired, why it stopped).
+
+    Only the grading process writes them, never the notebook's metadata, which the student
+    writes. nbgrader runs a notebook's sanitize stage and then its autograde stage in one
+    process, with fresh ``resources`` for each, so the notes are kept here, by notebook, from
+    the start of its sanitize stage (:func:`start_notes`) to the grade record.
+    """
+    return _NOTES.setdefault(_notebook_key(resources), [])
+
+
+def start_notes(resources: dict) -> None:
+    """A notebook's grading starts (its sanitize stage): forget notes of an earlier one."""
+    _NOTES[_notebook_key(resources)] = []
+
+
+def end_notes(resources: dict) -> list[str]:
+    """A notebook's grading ends: its notes, forgotten here."""
+    return _NOTES.pop(_notebook_key(resources), [])
+
+
+def max_file_bytes(config) -> int:
+    """The largest file a submission may bring, in bytes (``CourseDirectory.max_file_size``,
+    in kB as nbgrader counts them)."""
+    return int(CourseDirectory(config=config).max_file_size) * 1000

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import importlib
-import os
-import shutil
+import math
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import nbformat
@@ -15,11 +15,12 @@ from nbgrader import utils
 from nbgrader.coursedir import CourseDirectory
 from traitlets import Bool, Integer, List, Unicode
 
-from autograd_course.grading import record, sandbox, scan
+from autograd_course.grading import intake, sandbox, scan
 from autograd_course.grading.course import SECRET_FILE, read_secret
 from autograd_course.grading.kernel import KernelPlan, SandboxedExecute
 
-from .cells import META, cell_role, course_paths, error_output, grade_id, short
+from .cells import META, cell_role, course_paths, error_output, grade_id, max_file_bytes, short
+from .cells import notes as notes_of
 
 PASSED = "All tests passed."
 NOT_SANDBOXED = ("not sandboxed: the student's kernel ran without bubblewrap, with the "
@@ -89,6 +90,18 @@ class JudgedExecute(SandboxedExecute):
         "exchange and a SQLite gradebook's folder). The sandbox shows nothing that its "
         "allowlist does not name."
     ).tag(config=True)
+    notebook_seconds = Integer(
+        110, help="Wall-clock seconds one notebook may take to grade, its kernel's start "
+        "included; past it the kernel is stopped and the tests that had not run get 0."
+    ).tag(config=True)
+    max_cells = Integer(
+        300, help="Cells of a notebook that are run: every answer and test cell, and the "
+        "student's own other cells while there is room."
+    ).tag(config=True)
+    max_output_mb = Integer(
+        32, help="MiB of outputs the grader keeps from one notebook's kernel; the rest is "
+        "dropped as it arrives."
+    ).tag(config=True)
     secret = Unicode(
         "", help="The grader's secret that seeds hidden inputs (default: the course root's "
         f"{SECRET_FILE}, made on first use)."
@@ -96,17 +109,21 @@ class JudgedExecute(SandboxedExecute):
 
     def preprocess(self, nb, resources):
         judge.start()
+        self._budget_end = time.monotonic() + self.notebook_seconds
+        self.timeout_func = self._cell_timeout
         self.shutdown_kernel = "immediate"  # nothing in a grading kernel is worth waiting for
         state = resources.setdefault(META, {})
         coursedir, assignment, notebook = course_paths(self.config, resources)
         student = resources.get("nbgrader", {}).get("student", "")
-        notes = list(nb.metadata.get(META, {}).get("notes", []))
+        notes = notes_of(resources)
+        notes += _cap_cells(nb, self.max_cells)
+        self._output_bytes, self._output_cut = 0, False
         flags, flagged = self._scan(nb)
         secret = (self.secret or read_secret(coursedir.root)).encode()
         with (tempfile.TemporaryDirectory(prefix="autograd-course-kernel-") as tmp,
               sandbox.kernel_user() as uid):
             folders = sandbox.prepare_folders(Path(tmp), uid)
-            _copy_other_files(resources, folders.files)
+            notes += _copy_other_files(resources, self.config, folders.files)
             limits = sandbox.Limits(memory_mb=self.memory_limit_mb, cpu_seconds=self.cpu_seconds,
                                     processes=self.max_processes, work_mb=self.disk_mb,
                                     tmp_mb=self.disk_mb)
@@ -115,6 +132,8 @@ class JudgedExecute(SandboxedExecute):
                 folders, limits, private=private, uid=uid, use_sandbox=self.sandbox,
                 require=self.require_sandbox)
             self.use_kernel(KernelPlan(argv, folders, self.memory_limit_mb, uid))
+            # past the budget (and a grace for nbclient to notice), the kernel is killed
+            self.watchdog.deadline = (self._budget_end + 10, self._budget_reason())
             self._seed = (secret, student, assignment, notebook)
             self.session = None  # made at the first cell the judge runs (see _link)
             self._unanswered, self._answer_error = False, ""
@@ -141,7 +160,9 @@ class JudgedExecute(SandboxedExecute):
         notes += [f"the course's locked cell failed in the judge: {e}"
                   for e in (self.session.locked_errors if self.session else [])]
         state.update(notes=notes, flags=flags, flagged=sorted(flagged), failure=failure,
-                     sandboxed=sandboxed)
+                     sandboxed=sandboxed,
+                     seconds=round(time.monotonic() - self._budget_end + self.notebook_seconds,
+                                   2))
         return nb, resources
 
     def _link(self):
@@ -150,14 +171,76 @@ class JudgedExecute(SandboxedExecute):
             link = judge.JupyterLink(self.km, self.reply_limit_mb * 2**20,
                                      alive=self.kernel_alive)
             self.session = judge.Session(link, seed_key=judge.seed_key(*self._seed),
-                                         timeout=float(self.timeout or 60))
+                                         timeout=float(self.timeout or 60),
+                                         budget=self._budget_end)
         return self.session.link
+
+    # -- the budget ----------------------------------------------------------------------
+    def _budget_reason(self) -> str:
+        return (f"the notebook's time budget of {self.notebook_seconds} s "
+                "(c.JudgedExecute.notebook_seconds) was spent")
+
+    def _cell_timeout(self, cell) -> int:
+        """A cell's timeout: the per-cell one, or what is left of the notebook's budget."""
+        left = self._budget_end - time.monotonic()
+        return max(1, min(int(self.timeout or 60), math.ceil(left)))
+
+    def _check_budget(self) -> None:
+        if time.monotonic() >= self._budget_end:
+            raise _BudgetSpent(self._budget_reason())
+
+    def output(self, outs, msg, display_id, cell_index):
+        # nbclient's hook for each output message: outputs past the notebook's share of the
+        # grader's memory are dropped, with one note
+        self._output_bytes += _size(msg.get("content", {}))
+        if self._output_bytes <= self.max_output_mb * 2**20:
+            return super().output(outs, msg, display_id, cell_index)
+        if not self._output_cut:
+            self._output_cut = True
+            note = (f"[the grader kept the first {self.max_output_mb} MiB of this notebook's "
+                    "outputs (c.JudgedExecute.max_output_mb); the rest was dropped]\n")
+            outs.append(nbformat.v4.new_output("stream", name="stderr", text=note))
+        return None
 
     # -- the cells -----------------------------------------------------------------------
     def preprocess_cell(self, cell, resources, index):
+        cell, resources = self._run_cell(cell, resources, index)
+        if index == len(self.nb.cells) - 1 and self.kernel_started and self.kernel_alive():
+            self._bring_back_files(resources)
+        return cell, resources
+
+    def _bring_back_files(self, resources) -> None:
+        """Put the files the notebook wrote in its working folder into the autograded folder,
+        as nbgrader's kernel, which runs there, would: within the limits of a submission's
+        files, never over a notebook or the submission's timestamp, and never read as the
+        grader's data (the grade records live elsewhere, :mod:`..record`)."""
+        folder = resources.get("metadata", {}).get("path")
+        if not folder or not Path(folder).is_dir():
+            return
+        self._link()
+        limit = max_file_bytes(self.config)
+        try:
+            written = self.session.files(self.reply_limit_mb * 2**20 // 2, intake.MAX_FILES)
+        except Exception as exc:  # noqa: BLE001 - the kernel's files are its own business
+            notes_of(resources).append(f"the files the notebook wrote could not be read: "
+                                       f"{short(exc)}")
+            return
+        given = self._plan.folders.files
+        for name, data in written.items():
+            if (name.endswith(".ipynb") or name == "timestamp.txt" or len(data) > limit
+                    or ((given / name).is_file() and (given / name).read_bytes() == data)):
+                continue
+            target = Path(folder) / name
+            if target.is_symlink() or Path(folder).resolve() not in target.resolve().parents:
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+
+    def _run_cell(self, cell, resources, index):
         role = cell_role(cell)
         if role == "text":
             return cell, resources
+        self._check_budget()
         if role == "test":
             self._link()
             self._judge(cell)
@@ -211,8 +294,10 @@ class JudgedExecute(SandboxedExecute):
     def _describe_failure(self, exc: BaseException) -> str:
         if self.watchdog.killed:
             return self.watchdog.killed
-        if isinstance(exc, _Unresponsive):
+        if isinstance(exc, _Unresponsive | _BudgetSpent):
             return str(exc)
+        if time.monotonic() >= self._budget_end:
+            return self._budget_reason()
         if isinstance(exc, sandbox.SandboxUnavailable):
             raise exc
         name = type(exc).__name__
@@ -244,24 +329,16 @@ class JudgedExecute(SandboxedExecute):
         return flags, flagged
 
 
-def _copy_other_files(resources, files: Path) -> None:
+def _copy_other_files(resources, config, files: Path) -> list[str]:
     """Copy the submission's other files (data, modules) where the kernel's working folder is
-    filled from, readable by the kernel's user."""
+    filled from, within the intake's limits (:mod:`..intake`); return what was left out."""
     folder = resources.get("metadata", {}).get("path")
     if not folder or not Path(folder).is_dir():
-        return
-    for path in Path(folder).iterdir():
-        if path.suffix == ".ipynb" or path.name.endswith(record.SUFFIX) or path.is_symlink():
-            continue
-        target = files / path.name
-        if path.is_dir():
-            shutil.copytree(path, target, symlinks=False, ignore_dangling_symlinks=True,
-                            copy_function=shutil.copyfile)
-        elif path.is_file():
-            shutil.copyfile(path, target)
-    for path in [files, *files.rglob("*")]:
-        if not path.is_symlink():
-            os.chmod(path, 0o755 if path.is_dir() else 0o644)
+        return []
+    found = intake.scan(Path(folder), max_file_bytes(config))
+    intake.copy_files(found, files)
+    return [f"a file of the submission was not given to the kernel: {why}"
+            for why in found.left_out if not why.split(":")[0].endswith(".ipynb")]
 
 
 def _private_paths(coursedir: CourseDirectory) -> list[Path]:
@@ -285,5 +362,39 @@ def _tail(path: Path, lines: int = 3) -> str:
     return " / ".join(text[-lines:])[-400:] or "the kernel wrote nothing"
 
 
+def _cap_cells(nb, limit: int) -> list[str]:
+    """Keep at most ``limit`` cells: every nbgrader cell, and the student's other cells in
+    order while there is room; return the note that says what was left out."""
+    if len(nb.cells) <= limit:
+        return []
+    room = limit - sum(1 for cell in nb.cells if grade_id(cell))
+    kept, dropped = [], 0
+    for cell in nb.cells:
+        if grade_id(cell) or room > 0:
+            room -= 0 if grade_id(cell) else 1
+            kept.append(cell)
+        else:
+            dropped += 1
+    total, nb.cells = len(nb.cells), kept
+    return [f"the notebook has {total} cells, more than the limit of {limit} "
+            f"(c.JudgedExecute.max_cells): the last {dropped} of the student's own cells "
+            "(not answer or test cells) were not run"]
+
+
+def _size(content) -> int:
+    """About how many bytes an output message's content holds (its strings)."""
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, dict):
+        return sum(_size(v) for v in content.values())
+    if isinstance(content, list):
+        return sum(_size(v) for v in content)
+    return 8
+
+
 class _Unresponsive(Exception):
+    pass
+
+
+class _BudgetSpent(Exception):
     pass

@@ -7,43 +7,100 @@ import secrets
 
 import nbformat
 from nbconvert.exporters import NotebookExporter
+from nbconvert.exporters.exporter import ResourcesDict
 from nbformat.notebooknode import NotebookNode
+from nbgrader.coursedir import CourseDirectory
 
-from .cells import notes, short
+from .cells import META, max_file_bytes, notes, short, start_notes
 
 
 class TolerantNotebookExporter(NotebookExporter):
-    """A notebook exporter that reads a broken file as an empty submission, with a note."""
+    """A notebook exporter that reads a broken or oversized file as an empty submission, with
+    a note, and keeps nothing of the grader's own in the notebook's metadata.
+
+    A file larger than ``CourseDirectory.max_file_size`` is not read at all.
+    """
+
+    def from_filename(self, filename, resources=None, **kw):
+        if resources is not None and _is_submitted(filename, resources, self.config):
+            start_notes(resources)  # nbgrader's sanitize stage reads submitted/: a new grading
+        size, limit = os.path.getsize(filename), max_file_bytes(self.config)
+        if size <= limit:
+            return super().from_filename(filename, resources=resources, **kw)
+        resources = ResourcesDict() if resources is None else resources
+        if not resources.get("metadata"):
+            resources["metadata"] = ResourcesDict()
+        folder, name = os.path.split(filename)
+        resources["metadata"].update(name=os.path.splitext(name)[0], path=folder)
+        nb = self._empty(name, f"{size // 1000} kB, more than the limit of {limit // 1000} kB "
+                         "(CourseDirectory.max_file_size); it was not read", resources)
+        return self.from_notebook_node(nb, resources=resources, **kw)
 
     def from_file(self, file_stream, resources=None, **kw):
+        resources = ResourcesDict() if resources is None else resources
         name = os.path.basename(getattr(file_stream, "name", "the notebook"))
         try:
             nb = nbformat.read(file_stream, as_version=4)
         except Exception as exc:  # not JSON, not UTF-8, not a notebook at all
-            return self.from_notebook_node(self._empty(name, exc), resources=resources, **kw)
+            return self.from_notebook_node(self._empty(name, short(exc), resources),
+                                           resources=resources, **kw)
+        nb.metadata.pop(META, None)  # what the student wrote there is not the grader's
         _repair_duplicate_ids(nb)
         try:
             nbformat.validate(nb)
         except Exception as exc:  # e.g. an output a tool wrote with keys the schema forbids
-            for cell in nb.cells:
-                if cell.cell_type == "code":
-                    cell.outputs, cell.execution_count = [], None
-            try:
-                nbformat.validate(nb)
-            except Exception:
-                return self.from_notebook_node(self._empty(name, exc), resources=resources, **kw)
-            notes(nb).append(f"{name} had invalid parts ({short(exc)}); its outputs were "
-                             "dropped and the notebook was graded")
+            for step, what in ((_drop_outputs, "its outputs were dropped"),
+                               (_drop_metadata, "its outputs and the metadata nbgrader does not "
+                                "use were dropped")):
+                step(nb)
+                try:
+                    nbformat.validate(nb)
+                except Exception:  # noqa: BLE001 - try the next, more thorough, repair
+                    continue
+                notes(resources).append(f"{name} had invalid parts ({short(exc)}); {what} and "
+                                        "the notebook was graded")
+                break
+            else:
+                return self.from_notebook_node(self._empty(name, short(exc), resources),
+                                               resources=resources, **kw)
         return self.from_notebook_node(nb, resources=resources, **kw)
 
-    def _empty(self, name: str, exc: BaseException) -> NotebookNode:
-        reason = f"{name} is not a valid notebook ({short(exc)})"
+    def _empty(self, name: str, why: str, resources: dict) -> NotebookNode:
+        reason = f"{name} is not a valid notebook ({why})"
         self.log.warning("%s: graded as an empty submission", reason)
         nb = nbformat.v4.new_notebook()
         nb.metadata.kernelspec = {"name": "python3", "display_name": "Python 3",
                                   "language": "python"}
-        notes(nb).append(reason + "; graded as an empty submission")
+        notes(resources).append(reason + "; graded as an empty submission")
         return nb
+
+
+def _drop_outputs(nb: NotebookNode) -> None:
+    for cell in nb.cells:
+        if cell.get("cell_type") == "code":
+            cell.outputs, cell.execution_count = [], None
+
+
+def _drop_metadata(nb: NotebookNode) -> None:
+    """Keep only what grading uses: the kernel, and each cell's nbgrader metadata."""
+    nb.metadata = NotebookNode({k: v for k, v in nb.metadata.items()
+                                if k in ("kernelspec", "language_info")})
+    for cell in nb.cells:
+        cell.pop("attachments", None)
+        meta = cell.get("metadata", {})
+        cell.metadata = NotebookNode({"nbgrader": meta["nbgrader"]} if "nbgrader" in meta else {})
+
+
+def _is_submitted(filename: str, resources: dict, config) -> bool:
+    """Whether nbgrader reads ``filename`` from submitted/ (its sanitize stage), not from the
+    autograded/ copy it made of it (its autograde stage)."""
+    info = resources.get("nbgrader", {})
+    if not info.get("student"):
+        return False
+    coursedir = CourseDirectory(config=config)
+    folder = coursedir.format_path(coursedir.submitted_directory, info["student"],
+                                   info.get("assignment", ""))
+    return os.path.realpath(os.path.dirname(filename)) == os.path.realpath(folder)
 
 
 def _repair_duplicate_ids(nb: NotebookNode) -> None:

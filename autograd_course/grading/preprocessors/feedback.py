@@ -5,6 +5,7 @@ from __future__ import annotations
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from .cells import is_test_cell
+from .inert import as_text
 
 HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
 HIDDEN_END = "### END HIDDEN TESTS"
@@ -39,3 +40,16 @@ def strip_hidden_tests(source: str) -> str:
         elif not hidden:
             lines.append(line)
     return "\n".join(lines)
+
+
+class ShowCommentsAsText(NbGraderPreprocessor):
+    """Show each cell's comment (the diagnostics, from student data, and the instructor's
+    words) as text in the feedback: nbgrader's template renders a comment as Markdown, so a
+    student's exception message could bring a link or HTML, and ``__name__`` would come out
+    bold. Runs after nbgrader's GetGrades, which puts the comments in."""
+
+    def preprocess_cell(self, cell, resources, index):
+        meta = cell.metadata.get("nbgrader", {})
+        if isinstance(meta.get("comment"), str):
+            meta["comment"] = as_text(meta["comment"])
+        return cell, resources

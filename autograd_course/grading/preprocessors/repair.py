@@ -1,4 +1,18 @@
-"""Repairing a submission before it runs: the course's cells put back where a student lost them."""
+"""Repairing a submission before it runs: the course's cells as the release made them.
+
+A student cannot see nbgrader's metadata in JupyterLab, and damages it by accident: a test cell
+copied and pasted (its metadata comes with it), a cell's type changed, a cell deleted. Before
+anything runs, :class:`RepairSubmission` makes the notebook's nbgrader cells those of the
+student version in release/, and notes each repair for the grade record:
+
+- nbgrader metadata the course does not know (a cell id that is not the release's, or
+  metadata that is not a dict) is removed: the cell is an ordinary one of the student's;
+- a cell id that appears twice is kept on the course's cell (the one with the release's
+  cell id, else the first), and the copy becomes an ordinary cell;
+- a course cell whose type or nbgrader flags were changed gets them back from the release;
+- a deleted course cell is put back at its place; a locked cell whose source was edited is
+  noted (nbgrader's OverwriteCells, later in the sanitize stage, restores its source).
+"""
 
 from __future__ import annotations
 
@@ -11,41 +25,104 @@ from .cells import course_paths, grade_id, notes, release_notebook
 
 
 class RepairSubmission(NbGraderPreprocessor):
-    """Put back the nbgrader cells a student deleted, and note locked cells they edited.
-
-    Deleted cells come back from the student version in release/, at their place; nbgrader's
-    OverwriteCells (next in the sanitize stage) then restores the source of every locked cell.
-    """
+    """Make a submission's nbgrader cells those of its release (see the module docstring)."""
 
     def preprocess(self, nb, resources):
         coursedir, assignment, notebook = course_paths(self.config, resources)
         template = release_notebook(coursedir, assignment, notebook)
         if template is None:
             return nb, resources
-        present = {grade_id(c): c for c in nb.cells if grade_id(c)}
-        restored = []
-        position = 0
-        for cell in template.cells:
+        said = notes(resources)
+        course = {grade_id(c): c for c in template.cells if grade_id(c)}
+        said += _forget_unknown(nb, course)
+        said += _keep_one_of_each(nb, course)
+        said += _restore_kinds(nb, course)
+        said += _put_back_deleted(nb, template)
+        for cell in nb.cells:
             cell_id = grade_id(cell)
-            if cell_id is None:
-                continue
-            if cell_id in present:
-                position = nb.cells.index(present[cell_id]) + 1
-                locked = cell.metadata.get("nbgrader", {}).get("locked", False)
-                if (
-                    locked
-                    and not utils.is_solution(cell)
-                    and present[cell_id].source != cell.source
-                ):
-                    notes(nb).append(
-                        f"locked cell '{cell_id}' was edited; the original was restored"
-                    )
-                continue
-            new_cell = copy.deepcopy(cell)
-            nb.cells.insert(position, new_cell)
-            present[cell_id] = new_cell
-            position += 1
-            restored.append(cell_id)
-        if restored:
-            notes(nb).append("deleted cells were put back: " + ", ".join(restored))
+            release = course.get(cell_id)
+            if (release is not None and utils.is_locked(release)
+                    and not utils.is_solution(release) and cell.source != release.source):
+                said.append(f"locked cell '{cell_id}' was edited; the original was restored")
         return nb, resources
+
+
+def _where(nb, cell) -> str:
+    """A cell as a student finds it: its place in the notebook and its first line."""
+    first = next((line.strip() for line in cell.source.splitlines() if line.strip()), "")
+    first = first if len(first) <= 40 else first[:39] + "…"
+    return f"cell {nb.cells.index(cell) + 1}" + (f" ({first!r})" if first else "")
+
+
+def _forget_unknown(nb, course: dict) -> list[str]:
+    said = []
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader")
+        if meta is None:
+            continue
+        if not isinstance(meta, dict) or meta.get("grade_id") not in course:
+            del cell.metadata["nbgrader"]
+            said.append(f"{_where(nb, cell)}: nbgrader metadata the course does not know was "
+                        "removed; it was graded as an ordinary cell")
+    return said
+
+
+def _keep_one_of_each(nb, course: dict) -> list[str]:
+    said = []
+    found: dict[str, list] = {}
+    for cell in nb.cells:
+        if grade_id(cell):
+            found.setdefault(grade_id(cell), []).append(cell)
+    for cell_id, cells in found.items():
+        if len(cells) < 2:
+            continue
+        release_id = course[cell_id].get("id")
+        keep = next((c for c in cells if release_id and c.get("id") == release_id), cells[0])
+        for cell in cells:
+            if cell is not keep:
+                del cell.metadata["nbgrader"]
+                kind = "test cell" if utils.is_grade(course[cell_id]) else "cell"
+                said.append(f"{_where(nb, cell)} is a copy of the {kind} '{cell_id}' (copied "
+                            "with its nbgrader metadata); the copy was graded as an ordinary "
+                            "cell")
+    return said
+
+
+def _restore_kinds(nb, course: dict) -> list[str]:
+    said = []
+    for index, cell in enumerate(nb.cells):
+        release = course.get(grade_id(cell))
+        if release is None:
+            continue
+        meta = {k: v for k, v in cell.metadata["nbgrader"].items() if k != "checksum"}
+        wanted = {k: v for k, v in release.metadata["nbgrader"].items() if k != "checksum"}
+        if cell.cell_type == release.cell_type and meta == wanted:
+            continue
+        repaired = copy.deepcopy(release) if cell.cell_type != release.cell_type else cell
+        if repaired is not cell:  # its type changed: the release's cell, with the answer
+            if utils.is_solution(release):
+                repaired.source = cell.source
+            nb.cells[index] = repaired
+        repaired.metadata["nbgrader"] = copy.deepcopy(release.metadata["nbgrader"])
+        said.append(f"cell '{grade_id(release)}' had its type or nbgrader settings changed; "
+                    "they were restored from the release")
+    return said
+
+
+def _put_back_deleted(nb, template) -> list[str]:
+    present = {grade_id(c): c for c in nb.cells if grade_id(c)}
+    restored, position = [], 0
+    for cell in template.cells:
+        cell_id = grade_id(cell)
+        if cell_id is None:
+            continue
+        if cell_id in present:
+            position = nb.cells.index(present[cell_id]) + 1
+            continue
+        new_cell = copy.deepcopy(cell)
+        nb.cells.insert(position, new_cell)
+        present[cell_id] = new_cell
+        position += 1
+        restored.append(cell_id)
+    return ["deleted cells were put back: " + ", ".join(restored)] if restored else []
+

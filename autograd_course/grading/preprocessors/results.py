@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-from pathlib import Path
 
 from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
@@ -11,19 +10,22 @@ from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from autograd_course.grading import record
+from autograd_course.grading.terminal import safe
 
-from .cells import META, cell_role, course_paths, grade_id, is_test_cell
+from .cells import META, cell_role, course_paths, end_notes, grade_id, is_test_cell
 
 
 class RecordResults(NbGraderPreprocessor):
     """Write the grade record of the notebook and put each diagnostic in the gradebook.
 
-    The record (``<notebook>.grading.json`` beside the autograded notebook) lists every test
-    cell with its points, score, message and diagnosis code, the notes on repaired cells and
-    on the sandbox, and the flags of the code scan; the message also becomes the auto-comment
-    of the question's solution cell, which nbgrader's feedback shows. A question whose code
-    the scan flagged is marked as needing a manual grade, so formgrader shows it; its score
-    stays what the judge gave.
+    The record (in the course's store, :mod:`..record`, never beside the notebook) lists
+    every test cell with its points, score, message and diagnosis code, the notes on repaired
+    cells and on the sandbox, and the flags of the code scan; the message also becomes the
+    auto-comment of the question's solution cell, which nbgrader's feedback shows. A question
+    whose code the scan flagged is marked as needing a manual grade, so formgrader shows it;
+    its score stays what the judge gave. Everything here comes from what the grading process
+    produced (``resources``, and the outputs the judge wrote), never from the notebook's
+    metadata.
     """
 
     def preprocess(self, nb, resources):
@@ -53,15 +55,15 @@ class RecordResults(NbGraderPreprocessor):
             notebook=notebook,
             questions=questions,
             flags=state.get("flags", []),
-            notes=state.get("notes", []),
+            notes=end_notes(resources),
             failure=state.get("failure"),
             sandboxed=state.get("sandboxed", False),
             errors=_cell_errors(nb),
+            seconds=state.get("seconds"),
         )
-        directory = Path(coursedir.format_path(coursedir.autograded_directory, student, assignment))
-        data.write(directory / f"{notebook}{record.SUFFIX}")
+        record.store(coursedir.root).write(data)
         for flag in data.flags:
-            self.log.warning("FLAGGED %s/%s/%s: %s", student, assignment, notebook, flag)
+            self.log.warning("FLAGGED %s/%s/%s: %s", student, assignment, notebook, safe(flag))
         if not data.sandboxed:
             self.log.warning("NOT SANDBOXED %s/%s/%s", student, assignment, notebook)
         self._write_gradebook(resources, notebook, assignment, student, questions, solution_of,

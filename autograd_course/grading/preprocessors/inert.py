@@ -1,0 +1,182 @@
+"""What people see of a submission: inert text and images, nothing that runs in a browser.
+
+Formgrader and the feedback render the autograded notebook as HTML on the Jupyter server's
+origin, with the instructor's session: a student's ``text/html``, JavaScript, SVG or raw-HTML
+markdown would run there as the instructor. :class:`MakeInert` runs last in the autograde
+pipeline, so that the notebook on disk in ``autograded/`` is already clean for every viewer:
+
+- **outputs** keep only ``text/plain``, streams, errors as text, and raster images
+  (``image/png``, ``image/jpeg``) whose bytes are base64 of a real PNG or JPEG header; every
+  other kind (HTML, JavaScript, SVG, markdown, LaTeX, widgets, PDF...) is dropped, and an
+  output left with nothing becomes a one-line note naming what was removed. Output metadata
+  keeps only an image's width and height, as integers; a stream's name is stdout or stderr;
+- **markdown** the course wrote (a locked cell of release/, or a cell whose text is the
+  release's own) renders as usual; markdown and raw cells the student wrote are shown as
+  text (a fenced code block, which Markdown renders as escaped text in ``<pre>`` and MathJax
+  skips), so no HTML, link or image of theirs reaches the page;
+- **metadata**: a cell keeps only well-formed nbgrader metadata (tags, attachments and the
+  rest go); the notebook keeps only its kernel and language (notebook widget state goes).
+
+Honest pictures still show: matplotlib's figures are PNG, and so are the computation graphs
+:mod:`autograd_course.graphs` draws. SVG is never parsed here.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+
+import nbformat
+from nbgrader.preprocessors import NbGraderPreprocessor
+
+from .cells import course_paths, grade_id, release_notebook
+
+#: Output kinds kept as they are (checked); everything else is removed.
+TEXT = "text/plain"
+IMAGES = {"image/png": b"\x89PNG\r\n\x1a\n", "image/jpeg": b"\xff\xd8\xff"}
+MAX_IMAGE = 8 * 2**20  # bytes of one image
+GRADE_ID = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+NBGRADER_KEYS = {"grade": bool, "solution": bool, "locked": bool, "task": bool,
+                 "grade_id": str, "points": (int, float), "schema_version": int,
+                 "checksum": str, "cell_type": str}
+PYTHON = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+          "language_info": {"name": "python"}}
+
+
+class MakeInert(NbGraderPreprocessor):
+    """Make the autograded notebook inert for every viewer (see the module's docstring)."""
+
+    def preprocess(self, nb, resources):
+        coursedir, assignment, notebook = course_paths(self.config, resources)
+        release = release_notebook(coursedir, assignment, notebook)
+        trusted = _course_texts(release)
+        for index, cell in enumerate(nb.cells):
+            nb.cells[index] = inert_cell(cell, trusted)
+        nb.metadata = nbformat.NotebookNode(_notebook_metadata(release))
+        return nb, resources
+
+
+def inert_cell(cell, trusted: set[str] = frozenset()):
+    """The cell as people may see it: the course's markdown as it is, the student's as
+    text; inert outputs; well-formed nbgrader metadata only."""
+    metadata = _nbgrader_metadata(cell.get("metadata", {}))
+    kind = cell.get("cell_type")
+    source = _text(cell.get("source", ""))
+    if kind == "code":
+        new = nbformat.v4.new_code_cell(source, metadata=metadata)
+        count = cell.get("execution_count")
+        new.execution_count = count if type(count) is int else None
+        new.outputs = [o for o in (inert_output(o) for o in cell.get("outputs", [])) if o]
+    elif kind == "markdown" and source in trusted:
+        new = nbformat.v4.new_markdown_cell(source, metadata=metadata)
+    else:  # the student's markdown, a raw cell, anything else: shown as text
+        new = nbformat.v4.new_markdown_cell(as_text(source), metadata=metadata)
+    if isinstance(cell.get("id"), str):
+        new.id = cell["id"]
+    else:  # a notebook older than nbformat 4.5 has no cell ids: none is made up
+        del new["id"]
+    return new
+
+
+def as_text(source: str) -> str:
+    """Markdown that renders ``source`` as literal text: a fenced block longer than any run
+    of backticks inside it."""
+    if not source.strip():
+        return ""
+    runs = re.findall(r"`+", source)
+    fence = "`" * max(3, 1 + max((len(r) for r in runs), default=0))
+    return f"{fence}text\n{source}\n{fence}"
+
+
+def inert_output(output):
+    """An output with only inert content, or None for a kind the notebook format lacks."""
+    kind = output.get("output_type")
+    if kind == "stream":
+        name = "stderr" if output.get("name") == "stderr" else "stdout"
+        return nbformat.v4.new_output("stream", name=name, text=_text(output.get("text", "")))
+    if kind == "error":
+        traceback = output.get("traceback")
+        lines = [_text(line) for line in traceback[:200]] if isinstance(traceback, list) else []
+        return nbformat.v4.new_output("error", ename=_text(output.get("ename", ""))[:200],
+                                      evalue=_text(output.get("evalue", "")), traceback=lines)
+    if kind not in ("display_data", "execute_result"):
+        return None
+    data = output.get("data") if isinstance(output.get("data"), dict) else {}
+    kept, metadata = {}, {}
+    if TEXT in data:
+        kept[TEXT] = _text(data[TEXT])
+    for mime, signature in IMAGES.items():
+        image = _image(data.get(mime), signature)
+        if image is not None:
+            kept[mime] = image
+            size = _image_size(output.get("metadata"), mime)
+            if size:
+                metadata[mime] = size
+    removed = sorted(str(m)[:60] for m in data if m not in kept)
+    if not kept:
+        kept[TEXT] = ("[the grader removed this output: " + ", ".join(removed or ["empty"])
+                      + "; only text and PNG or JPEG images are shown]")
+    if kind == "execute_result":
+        count = output.get("execution_count")
+        return nbformat.v4.new_output(kind, data=kept, metadata=metadata,
+                                      execution_count=count if type(count) is int else None)
+    return nbformat.v4.new_output(kind, data=kept, metadata=metadata)
+
+
+def _text(value) -> str:
+    """nbformat text (a string, or a list of lines), as one string; anything else is empty."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return "".join(value)
+    return ""
+
+
+def _image(value, signature: bytes) -> str | None:
+    """Canonical base64 of an image whose bytes start with ``signature``, or None."""
+    if not isinstance(value, str) or len(value) > MAX_IMAGE * 4 // 3 + 1024:
+        return None
+    try:
+        raw = base64.b64decode("".join(value.split()), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    if not raw.startswith(signature) or len(raw) > MAX_IMAGE:
+        return None
+    return base64.b64encode(raw).decode("ascii")
+
+
+def _image_size(metadata, mime: str) -> dict[str, int]:
+    """An image's width and height from an output's metadata, when they are small integers."""
+    found = metadata.get(mime, {}) if isinstance(metadata, dict) else {}
+    found = found if isinstance(found, dict) else {}
+    return {k: v for k in ("width", "height") if type(v := found.get(k)) is int and 0 < v < 10**4}
+
+
+def _nbgrader_metadata(metadata) -> dict:
+    """``{"nbgrader": ...}`` when the cell's nbgrader metadata is well formed, else ``{}``."""
+    meta = metadata.get("nbgrader") if isinstance(metadata, dict) else None
+    if not isinstance(meta, dict) or set(meta) - set(NBGRADER_KEYS):
+        return {}
+    for key, kind in NBGRADER_KEYS.items():
+        if key in meta and (not isinstance(meta[key], kind) or (
+                kind is not bool and isinstance(meta[key], bool))):
+            return {}
+    if "grade_id" in meta and not GRADE_ID.match(meta["grade_id"]):
+        return {}
+    return {"nbgrader": dict(meta)}
+
+
+def _course_texts(release) -> set[str]:
+    """The markdown the course wrote: the sources of the student version's markdown cells."""
+    if release is None:
+        return set()
+    return {cell.source for cell in release.cells if cell.cell_type == "markdown"
+            and (grade_id(cell) is None or cell.metadata.get("nbgrader", {}).get("locked"))}
+
+
+def _notebook_metadata(release) -> dict:
+    """The kernel and language of the student version (a plain Python 3 one without it)."""
+    found = {key: release.metadata[key] for key in PYTHON
+             if release is not None and key in release.metadata}
+    return {**PYTHON, **found}

@@ -1,0 +1,27 @@
+"""Text from submissions, made safe for a terminal and a log: no control characters.
+
+A student's exception message, a scan finding that quotes their code, a note: anything that
+comes from a submission may carry ANSI escape codes (which can move the cursor and erase a
+classmate's line from the instructor's screen), other control characters, or Unicode's
+bidirectional overrides (which reorder what is shown). :func:`safe` removes them all.
+
+>>> safe("ok\\x1b[2K\\x1b[1A gone\\r\\u202eelif")
+'ok gone elif'
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|.)?")
+_BIDI = dict.fromkeys(map(ord, "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+                               "\u2066\u2067\u2068\u2069"))
+
+
+def safe(text: object) -> str:
+    """``text`` with ANSI escape sequences, control characters and bidirectional overrides
+    removed; tabs and line ends become spaces (one message, one line)."""
+    text = _ESCAPES.sub("", str(text)).translate(_BIDI)
+    return "".join(" " if c in "\t\n\r" else c for c in text
+                   if c in "\t\n\r" or unicodedata.category(c) != "Cc")
