@@ -40,10 +40,12 @@ import io
 import os
 import warnings
 from contextvars import ContextVar
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from autograd_course import memory
 from autograd_course.wire import Handle, facts
 
 #: The judge running the current test cell, when it runs in the judge (None in a kernel).
@@ -81,6 +83,25 @@ class StudentError(Exception):
 
 def _fail(diagnosis: str, message: str, expected=None, reveal: bool = False):
     raise CheckError(message, diagnosis, expected, reveal)
+
+
+def _fact(diagnosis: str, message: str) -> None:
+    """A check of a fact the student's kernel reports about its own tensor (requires_grad,
+    grad_fn, is_leaf, is_inference, the memory it views, its ``.grad``) failed.
+
+    In the learner's own kernel this is a failed check like any other. In the judge it costs
+    no points: the kernel can forge such a fact, so the grade rests on values the student
+    must compute and on what is measured from outside the kernel; the diagnosis is shown as a
+    note (:data:`NOTE`) with the test's result.
+    """
+    judge = JUDGE.get()
+    if judge is None:
+        _fail(diagnosis, message)
+    judge.note(diagnosis, message)
+
+
+#: How the judge shows a diagnosis that costs no points.
+NOTE = "Note (no points at stake): "
 
 
 def _is_a_tensor(value) -> bool:
@@ -246,6 +267,38 @@ def in_kernel(fn, *args, name: str | None = None):
         return fn(*args)
     label = name or f"{getattr(fn, '__name__', 'a test function')}(...)"
     return judge.call(fn, args, {}, label=label)[0]
+
+
+@dataclass
+class MemoryUse:
+    """What the student's code used in a block of :func:`kernel_memory_use`, in bytes:
+    ``kept`` is still in use after it (while its results are held), ``peak`` the most it
+    reached above the start."""
+
+    kept: int = 0
+    peak: int = 0
+
+
+@contextlib.contextmanager
+def kernel_memory_use():
+    """Measure the memory the process where the student's code runs uses in the block: from
+    outside the student's kernel when grading (the kernel cannot forge what Linux reports of
+    it), of itself in the learner's own kernel."""
+    judge = JUDGE.get()
+    probe = memory.Probe(os.getpid()) if judge is None else judge.memory_probe()
+    use = MemoryUse()
+    probe.start()
+    yield use
+    use.kept, use.peak = probe.stop()
+
+
+def check_memory(amount: int, limit: int, name: str, *, what: str, hint: str) -> None:
+    """Check that ``amount`` bytes of memory, measured by :func:`kernel_memory_use`, are at
+    most ``limit``: a measured fact, not the kernel's word. ``what`` says what was measured
+    ("kept in use after it returns", "used at its peak")."""
+    if amount > limit:
+        _fail("memory", f"{name}: about {amount / 2**20:.0f} MiB {what} (at most "
+              f"{limit / 2**20:.0f} MiB were expected). {hint}")
 
 
 def current(value):
@@ -575,7 +628,7 @@ def check_no_graph(t, name: str = "result", *, hint: str | None = None) -> None:
         )
         if hint:
             message += f" {hint}"
-        _fail("graph", message)
+        _fact("graph", message)
 
 
 def check_untouched(after, before, name: str, *, by: str = "your function") -> None:
@@ -589,14 +642,14 @@ def check_untouched(after, before, name: str, *, by: str = "your function") -> N
     advice = (f"Leave the caller's tensor alone and work on a copy: "
               f"{name}.detach().clone() (then .requires_grad_(True) on the copy).")
     if now.requires_grad and not then.requires_grad:
-        _fail("changed_input", f"{by} set requires_grad on {name}, the caller's tensor: it now "
+        _fact("changed_input", f"{by} set requires_grad on {name}, the caller's tensor: it now "
               f"records a graph. {advice}")
-    if now.grad is not None and then.grad is None:
-        _fail("changed_input", f"{by} filled {name}.grad: backward() ran through the caller's "
+    elif now.grad is not None and then.grad is None:
+        _fact("changed_input", f"{by} filled {name}.grad: backward() ran through the caller's "
               f"tensor. {advice}")
-    if tuple(after.shape) != tuple(before.shape) or not torch.equal(after.detach(),
-                                                                    before.detach()):
-        _fail("changed_input", f"{by} changed the values of {name}, the caller's tensor, in "
+    elif tuple(after.shape) != tuple(before.shape) or not torch.equal(after.detach(),
+                                                                      before.detach()):
+        _fact("changed_input", f"{by} changed the values of {name}, the caller's tensor, in "
               f"place. {advice}")
 
 
@@ -613,9 +666,9 @@ def check_is_leaf(t, name: str = "x", *, hint: str | None = None) -> None:
         )
         if hint:
             message += f" {hint}"
-        _fail("leaf", message)
-    if not known.requires_grad:
-        _fail(
+        _fact("leaf", message)
+    elif not known.requires_grad:
+        _fact(
             "requires_grad",
             f"{name} no longer requires grad, so backward() cannot compute its gradient: "
             "keep the original leaf (created with requires_grad=True) and update it in place.",
@@ -674,7 +727,7 @@ def check_independent_copy(copy, source, name: str = "copy") -> None:
     check_no_graph(copy, name)
     check_tensor(copy, source.detach(), name=name, atol=0.0, rtol=0.0)
     if facts(copy).storage == facts(source).storage:
-        _fail(
+        _fact(
             "storage",
             f"{name} shares memory with the original tensor: detach() returns a tensor that "
             "views the same storage, so an in-place change of one changes the other. Use "
@@ -686,7 +739,7 @@ def check_inference(t, name: str = "result") -> None:
     """Check that ``t`` was created inside ``torch.inference_mode()`` (an inference tensor)."""
     check_no_graph(t, name)
     if not facts(t).is_inference:
-        _fail(
+        _fact(
             "inference_mode",
             f"{name} is not an inference tensor: compute it inside `with "
             "torch.inference_mode():`, which skips even more autograd bookkeeping than "

@@ -1,15 +1,20 @@
-"""Grade the hostile class with the grader of a checkout: points per attack, two graders.
+"""Grade the hostile class with the grader of a checkout: points and harm per attack, two graders.
 
     .venv/bin/python benchmarks/attacks.py                     # this checkout
     .venv/bin/python benchmarks/attacks.py --checkout /tmp/old # e.g. a worktree of an old main
+    .venv/bin/python benchmarks/attacks.py --only attack_scripts attack_records
 
 The class is tests/fixtures/hostile_class.py on the toy assignment (4 points); every attack
 computes no right answer. Each student is graded on its own, in a fresh copy of the course, by
-plain ``nbgrader autograde`` and by ``autograd-course grade``, with the checkout's package
-and config (``PYTHONPATH``), and the checkout's package is restored from git after each one,
-so that one attack's damage is not credited to the next. Prints, per case, the score the
-course means to give (``honest``) and the score under each grader ("-" where the grader
-could not grade it, e.g. because the submission killed it).
+plain ``nbgrader autograde`` (then ``generate_feedback``) and by ``autograd-course grade``,
+with the checkout's package and config (``PYTHONPATH``), and the checkout's package is
+restored from git after each one, so that one attack's damage is not credited to the next.
+Prints, per case, the score the course means to give (``honest``) and the score under each
+grader ("-" where the grader could not grade it, e.g. because the submission killed it), and
+the harm it did under each: the seconds it held the grader and the grading processes' own CPU
+seconds, the payloads live in formgrader's view and the feedback (``live``), the extra rows
+forged records put into the class report (``forged``), escape codes that reached the
+terminal (``esc``).
 
 Warning: an old, unsandboxed grader really runs the attacks: they write into that checkout's
 package and into any ``gradebook.db`` they can find under /tmp and /work. Run it on a
@@ -19,19 +24,28 @@ throwaway worktree, with nothing else grading on the machine.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import csv
 import os
 import subprocess
 import sys
 import tempfile
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
+sys.path.insert(0, str(ROOT / "tests"))
 
 import hostile_class  # noqa: E402
 import make_toy  # noqa: E402
+import payloads  # noqa: E402
+from hostility import _grader_cpu  # noqa: E402
+from support.pages import formgrader_html, live_marks  # noqa: E402
 
 from autograd_course.testkit.classes import fill, gradebook_scores  # noqa: E402
 
@@ -39,11 +53,49 @@ LIMITS = {"JudgedExecute": "\nc.Execute.timeout = 8\nc.JudgedExecute.memory_limi
           "GuardedExecute": "\nc.Execute.timeout = 8\nc.GuardedExecute.memory_limit_mb = 1500\n"}
 
 
-def run(args: list[str], cwd: Path, checkout: Path) -> subprocess.CompletedProcess:
+@dataclass
+class Run:
+    """One grader's run: its output, seconds and the grading processes' CPU seconds."""
+
+    out: str = ""
+    seconds: float = 0.0
+    cpu: float = 0.0
+
+
+def run(args: list[str], cwd: Path, checkout: Path) -> Run:
     env = dict(os.environ, PYTHONPATH=str(checkout), PYTHONWARNINGS="ignore",
                PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]))
-    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=600)
+    start = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as output:
+        process = subprocess.Popen([sys.executable, *args], cwd=cwd, env=env, stdout=output,
+                                   stderr=subprocess.STDOUT, text=True)
+        watched, cpu = psutil.Process(process.pid), 0.0
+        while process.poll() is None and time.perf_counter() - start < 3600:
+            cpu = max(cpu, _grader_cpu(watched))
+            time.sleep(0.2)
+        if process.poll() is None:
+            process.kill()
+        output.seek(0)
+        return Run(output.read(), time.perf_counter() - start, cpu)
+
+
+def harm(folder: Path, student: str, graded: Run) -> dict:
+    """What the case did besides its points, once graded."""
+    live = 0
+    notebook = folder / "autograded" / student / "toy" / "toy.ipynb"
+    if notebook.exists():
+        with contextlib.suppress(Exception):
+            live += len(live_marks(formgrader_html(notebook), payloads.MARK))
+    page = folder / "feedback" / student / "toy" / "toy.html"
+    if page.exists():
+        live += len(live_marks(page.read_text(errors="replace"), payloads.MARK))
+    report = folder / "reports" / "toy" / "report.csv"
+    forged = ""
+    if report.exists():
+        rows = list(csv.DictReader(report.open()))
+        forged = max((int(r["students"]) for r in rows), default=1) - 1
+    return {"s": graded.seconds, "cpu": graded.cpu, "live": live, "forged": forged,
+            "esc": "\x1b" in graded.out}
 
 
 def course(folder: Path, checkout: Path, student: str) -> Path:
@@ -75,20 +127,32 @@ def restore(checkout: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkout", type=Path, default=ROOT)
+    parser.add_argument("--only", nargs="*", default=[], metavar="CASE")
     args = parser.parse_args()
     checkout = args.checkout.resolve()
     print(f"grader: {checkout}")
-    print(f"{'case':<28} {'kind':<7} {'honest':>6} {'nbgrader':>9} {'grade':>6}")
+    print(f"{'case':<26} {'kind':<7} {'honest':>6} | {'nbgrader':>8} {'s':>5} {'cpu':>5} "
+          f"{'live':>4} | {'grade':>5} {'s':>5} {'cpu':>5} {'live':>4} {'forged':>6} {'esc':>3}")
     for student, case in hostile_class.CASES.items():
+        if args.only and student not in args.only:
+            continue
         with tempfile.TemporaryDirectory(prefix="attacks-") as tmp:
             plain = course(Path(tmp) / "plain", checkout, student)
-            run(["-m", "nbgrader", "autograde", "toy", "--force"], plain, checkout)
+            graded = run(["-m", "nbgrader", "autograde", "toy", "--force"], plain, checkout)
+            feedback = run(["-m", "nbgrader", "generate_feedback", "toy", "--force"], plain,
+                           checkout)
+            graded.seconds += feedback.seconds
+            first = harm(plain, student, graded)
             restore(checkout)
             by_cli = course(Path(tmp) / "cli", checkout, student)
-            run(["-m", "autograd_course", "grade", "toy", "--jobs", "1"], by_cli, checkout)
+            second = harm(by_cli, student, run(["-m", "autograd_course", "grade", "toy",
+                                                "--jobs", "1"], by_cli, checkout))
             restore(checkout)
-            print(f"{student:<28} {case.kind:<7} {case.score:>6g} {score(plain, student):>9} "
-                  f"{score(by_cli, student):>6}", flush=True)
+            print(f"{student:<26} {case.kind:<7} {case.score:>6g} | {score(plain, student):>8} "
+                  f"{first['s']:5.0f} {first['cpu']:5.0f} {first['live']:>4} | "
+                  f"{score(by_cli, student):>5} {second['s']:5.0f} {second['cpu']:5.0f} "
+                  f"{second['live']:>4} {second['forged']:>6} "
+                  f"{'yes' if second['esc'] else '-':>3}", flush=True)
 
 
 if __name__ == "__main__":

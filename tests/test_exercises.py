@@ -154,6 +154,15 @@ def test_reference_answer_passes_silently(unit, qid):
 @pytest.mark.parametrize(("unit", "qid", "answer"), ALL_WRONG)
 def test_wrong_answer_is_diagnosed(unit, qid, answer):
     verdict = run_judged(load(unit), qid, solution=answer.code)
+    if answer.noted:  # a fact the kernel reports of its own tensor: a note, no points lost
+        assert verdict.passed, f"{verdict.diagnosis}: {verdict.message}"
+        assert any(d in answer.diagnosis for d, _ in verdict.notes), verdict.notes
+        said = " ".join(message for _, message in verdict.notes).lower()
+        for text in answer.says:
+            assert text.lower() in said, f"{text!r} not in {said!r}"
+        visible = run_local(load(unit), qid, solution=answer.code, visible_only=True)
+        assert visible.error is not None, "the learner's own visible checks catch it"
+        return
     assert not verdict.passed, "the grader must not pass this wrong answer"
     message = verdict.message
     assert verdict.diagnosis in answer.diagnosis, f"{verdict.diagnosis}: {message}"

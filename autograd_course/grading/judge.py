@@ -129,6 +129,14 @@ class InProcessLink:
     def close(self) -> None:
         """Nothing to release: the 'kernel' is this process."""
 
+    def memory_probe(self):
+        """A probe of the 'kernel's memory: this process's."""
+        import os
+
+        from autograd_course.memory import Probe
+
+        return Probe(os.getpid())
+
     def request(self, payload: str, timeout: float) -> dict:
         bundle = self.agent.serve(payload)._repr_mimebundle_()
         return self._json.loads(self._json.dumps(bundle[MIME]))
@@ -142,12 +150,23 @@ class JupyterLink:
     arrive before the deadline and stay under ``limit`` bytes.
     """
 
-    def __init__(self, kernel_manager, limit: int, alive: Callable[[], bool]):
+    def __init__(self, kernel_manager, limit: int, alive: Callable[[], bool],
+                 pid: Callable[[], int | None] = lambda: None):
         from autograd_course.grading.kernel import judge_client
 
-        self.alive = alive
+        self.alive, self.pid = alive, pid
         self.limit = limit
         self.client = judge_client(kernel_manager, limit)
+
+    def memory_probe(self):
+        """A probe of the kernel's memory, all its processes, as Linux reports it (the kernel
+        cannot forge it)."""
+        from autograd_course.memory import Probe
+
+        pid = self.pid()
+        if pid is None:
+            raise AnswerError("the kernel's memory cannot be measured here")
+        return Probe(pid)
 
     def request(self, payload: str, timeout: float) -> dict:
         expression = ("__import__('autograd_course.agent', fromlist=['serve'])"
@@ -243,6 +262,7 @@ class Verdict:
     stdout: str = ""
     diagnosis: str = ""  # a short code of the mistake: "sign", "blank", "crashed"...
     error: BaseException | None = field(default=None, repr=False, compare=False)
+    notes: list[tuple[str, str]] = field(default_factory=list)  # (diagnosis, message): 0 points
 
     @property
     def diagnostic(self) -> str:
@@ -272,6 +292,7 @@ class Session:
         self._carried: list[object] = []  # what test functions sent into the kernel carried
         self._deadline = float("inf")
         self._generator: torch.Generator | None = None
+        self._notes: list[tuple[str, str]] = []
         self.dead: str | None = None
 
     # -- running the notebook's cells --------------------------------------------------
@@ -294,6 +315,7 @@ class Session:
         """
         self._deadline = min(time.monotonic() + self.timeout, self.budget)
         self._generator = self._seeded(label)
+        self._notes = []
         out = io.StringIO()
         token = checks.JUDGE.set(self)
         try:
@@ -307,11 +329,21 @@ class Session:
             verdict = self._diagnose(exc, unanswered)
             if verdict.diagnosis == "blank" and answer_error and not unanswered:
                 verdict.message += f" (Its answer cell raised {_cut(answer_error, 120)}.)"
-            return replace(verdict, stdout=out.getvalue(), error=exc)
+            return replace(verdict, stdout=out.getvalue(), error=exc, notes=self._notes)
         finally:
             checks.JUDGE.reset(token)
             self._deadline = float("inf")
-        return Verdict(True, stdout=out.getvalue())
+        return Verdict(True, stdout=out.getvalue(), notes=self._notes)
+
+    def note(self, diagnosis: str, message: str) -> None:
+        """A diagnosis that costs no points (see :func:`autograd_course.checks._fact`): shown
+        with the running test's result, once."""
+        if (diagnosis, message) not in self._notes:
+            self._notes.append((diagnosis, message))
+
+    def memory_probe(self):
+        """A probe of the kernel's memory from outside it (a :class:`memory.Probe`)."""
+        return self.link.memory_probe()
 
     def _diagnose(self, exc: Exception, unanswered: bool) -> Verdict:
         if isinstance(exc, AuthoringError):

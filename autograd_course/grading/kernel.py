@@ -14,7 +14,6 @@ says what it relies on, so that an upgrade that breaks one is found here.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
 import time
@@ -29,6 +28,7 @@ from jupyter_core.utils import run_sync
 from nbgrader.preprocessors import Execute
 
 from autograd_course.grading import sandbox
+from autograd_course.memory import tree_private_bytes
 
 GRADING_KERNEL = "autograd-course-grading"
 #: The largest message a grading kernel may send the grader (outputs included).
@@ -102,36 +102,6 @@ class OneKernelSpec(KernelSpecManager):
 
     def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
         return self.spec
-
-
-def private_bytes(pid: int) -> int:
-    """The memory a process has to itself (its private pages, resident or swapped), from
-    ``/proc/PID/smaps_rollup``: unlike its resident size, pages it shares with its parent
-    after a fork, or with other processes (the libraries), are not counted."""
-    try:
-        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
-    except OSError:
-        import psutil
-
-        return psutil.Process(pid).memory_info().rss  # not Linux, or gone: its resident size
-    total = 0
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        if key in ("Private_Clean", "Private_Dirty", "Swap"):
-            total += int(value.split()[0]) * 1024
-    return total
-
-
-def tree_private_bytes(pid: int) -> int:
-    """:func:`private_bytes` of a process and all its descendants."""
-    import psutil
-
-    process = psutil.Process(pid)
-    total = private_bytes(pid)
-    for child in process.children(recursive=True):
-        with contextlib.suppress(psutil.Error, ProcessLookupError, ValueError):
-            total += private_bytes(child.pid)
-    return total
 
 
 @dataclass

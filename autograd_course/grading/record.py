@@ -187,7 +187,10 @@ def strip_ansi(text: str) -> str:
 
 
 def diagnostic(outputs) -> str:
-    """The message that explains a test cell's result: its first error, or stderr, or ''."""
+    """The message that explains a test cell's result: its first error, or stderr, or the
+    judge's notes (diagnoses that cost no points), or ''."""
+    from autograd_course.checks import NOTE
+
     for output in outputs:
         if output.get("output_type") == "error":
             value = _ANSI.sub("", str(output.get("evalue", ""))).strip()
@@ -197,4 +200,6 @@ def diagnostic(outputs) -> str:
             return (
                 "wrote to stderr (nbgrader scores such a test 0): " + output["text"][:200].strip()
             )
-    return ""
+    notes = [line for output in outputs if output.get("output_type") == "stream"
+             for line in output.get("text", "").splitlines() if line.startswith(NOTE)]
+    return " ".join(notes)

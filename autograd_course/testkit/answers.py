@@ -5,7 +5,10 @@ question's solution cell, and grading the question's test cell must then fail wi
 diagnosis in ``diagnosis`` (a ``CheckError``'s code, or "blank" for an answer left out),
 with a message that contains every string of ``says`` and none of ``not_says``
 (case-insensitive). ``hidden_only`` answers pass the visible checks and are caught by the
-hidden tests only (e.g. a hard-coded answer).
+hidden tests only (e.g. a hard-coded answer). A ``noted`` answer is wrong only in a fact the
+student's kernel reports about its own tensor (a graph kept, shared memory, not an inference
+tensor): the judge gives the points its values earn and shows the diagnosis as a note worth
+no points, while the learner's visible check fails on it.
 """
 
 from __future__ import annotations
@@ -22,13 +25,15 @@ class Wrong:
     says: tuple[str, ...] = ()
     hidden_only: bool = False
     not_says: tuple[str, ...] = ()
+    noted: bool = False
 
 
-def wrong(label, code, diagnosis, says=(), hidden_only=False, not_says=()) -> Wrong:
+def wrong(label, code, diagnosis, says=(), hidden_only=False, not_says=(), noted=False
+          ) -> Wrong:
     if isinstance(diagnosis, str):
         diagnosis = (diagnosis,)
     return Wrong(label, textwrap.dedent(code).strip("\n"), diagnosis, tuple(says), hidden_only,
-                 tuple(not_says))
+                 tuple(not_says), noted)
 
 
 def function(signature: str, body: str) -> str:

@@ -61,7 +61,7 @@ WRONG: dict[str, list[Wrong]] = {
                 return values.grad
                 """),
             "changed_input",
-            ["set requires_grad on values", "copy"],
+            ["twice the derivative", "caller's tensor", "copy"],
             hidden_only=True,
             not_says=["no_grad"],
         ),

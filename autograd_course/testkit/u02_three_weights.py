@@ -97,7 +97,7 @@ WRONG: dict[str, list[Wrong]] = {
                 return w.grad, b.grad
                 """),
             "changed_input",
-            ["set requires_grad on b"],
+            ["twice the gradient", "caller's b.grad"],
             hidden_only=True,
         ),
     ],

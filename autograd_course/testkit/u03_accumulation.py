@@ -68,6 +68,7 @@ WRONG: dict[str, list[Wrong]] = {
             ),
             "graph",
             ["graph"],
+            noted=True,
         ),
     ],
     "q3_predict_values": [

@@ -4,44 +4,46 @@ from __future__ import annotations
 
 from autograd_course.testkit.answers import Wrong, function, wrong
 
-_EVAL = "def evaluate(w, b, x):"
-_SNAP = "def snapshot(t):"
-_PRED = "def predict(w, b, x):"
+_EVAL = "def evaluate(W1, b1, w2, b2, x):"
+_SNAP = "def snapshots(w, updates):"
+_FORWARD = "torch.tanh(x @ W1 + b1) @ w2 + b2"
 
+
+def _snapshots(update: str, keep: str) -> str:
+    return function(_SNAP, f"""
+        kept = []
+        for u in updates:
+            {update}
+            kept.append({keep})
+        return kept
+        """)
+
+
+_IN_PLACE = "with torch.no_grad():\n                w -= u"
 
 WRONG: dict[str, list[Wrong]] = {
     "q1_evaluate": [
+        # the kernel reports the graph (a note in the judge); the memory it keeps is measured
+        wrong("records a graph", function(_EVAL, f"return {_FORWARD}"), "memory",
+              ["MiB", "no_grad"]),
         wrong(
-            "records a graph", function(_EVAL, "return x @ w + b"), "graph", ["graph", "no_grad"]
-        ),
-        wrong(
-            "elementwise product",
+            "no tanh",
             function(_EVAL, """
                 with torch.no_grad():
-                    return x * w + b
+                    return (x @ W1 + b1) @ w2 + b2
                 """),
-            "shape",
-            ["shape"],
+            "values",
+            ["wrong values"],
         ),
     ],
-    "q2_snapshot": [
-        wrong(
-            "detach() only", function(_SNAP, "return t.detach()"), "storage", ["detach().clone()"]
-        ),
-        wrong("clone() only", function(_SNAP, "return t.clone()"), "graph", ["graph"]),
-        wrong("the tensor itself", function(_SNAP, "return t"), "graph", ["graph"]),
-    ],
-    "q3_inference": [
-        wrong(
-            "no_grad instead",
-            function(_PRED, """
-                with torch.no_grad():
-                    return x @ w + b
-                """),
-            "inference_mode",
-            ["inference_mode"],
-        ),
-        wrong("records a graph", function(_PRED, "return x @ w + b"), "graph", ["graph"]),
+    "q2_snapshots": [
+        wrong("detach() only", _snapshots(_IN_PLACE, "w.detach()"), "storage",
+              ["detach().clone()", "shares w's memory"]),
+        wrong("the tensor itself", _snapshots(_IN_PLACE, "w"), "storage", ["detach().clone()"]),
+        wrong("clone() only", _snapshots(_IN_PLACE, "w.clone()"), "graph", ["graph"],
+              noted=True),
+        wrong("not in place", _snapshots("w = (w - u).detach().requires_grad_(True)",
+                                         "w.detach().clone()"), "in_place", ["in place"]),
     ],
     "q4_predict_requires_grad": [
         wrong(
@@ -64,5 +66,30 @@ WRONG: dict[str, list[Wrong]] = {
             "type",
             ["bool"],
         ),
+    ],
+    "q3_predict_raises": [
+        wrong(
+            "every use of an inference tensor raises",
+            'raises = {"a": True, "b": True, "c": True, "d": True}',
+            "values",
+            ["needs nothing saved"],
+            hidden_only=True,
+        ),
+        wrong(
+            "detach() makes a normal tensor",
+            'raises = {"a": False, "b": True, "c": False, "d": False}',
+            "values",
+            ["detach() of an inference tensor"],
+            hidden_only=True,
+        ),
+        wrong(
+            "a result of an inference tensor is one too",
+            'raises = {"a": False, "b": True, "c": True, "d": True}',
+            "values",
+            ["normal tensor"],
+            hidden_only=True,
+        ),
+        wrong("strings", 'raises = {"a": "no", "b": "yes", "c": "no", "d": "yes"}', "type",
+              ["bool"]),
     ],
 }

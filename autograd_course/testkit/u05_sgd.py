@@ -85,8 +85,8 @@ WRONG: dict[str, list[Wrong]] = {
                 x = x - lr * x.grad
                 return x
                 """),
-            "leaf",
-            ["leaf", "in place"],
+            "in_place",
+            ["did not change", "in place"],
         ),
         wrong(
             "x = x - lr * grad under no_grad",
@@ -96,8 +96,19 @@ WRONG: dict[str, list[Wrong]] = {
                     x = x - lr * x.grad
                 return x
                 """),
-            "requires_grad",
-            ["requires grad"],
+            "in_place",
+            ["did not change", "in place"],
+        ),
+        wrong(
+            "a new leaf with the stepped values",
+            function(_STEP, """
+                f(x).backward()
+                with torch.no_grad():
+                    new = (x - lr * x.grad).requires_grad_(True)
+                return new
+                """),
+            "in_place",
+            ["did not change", "x -= lr * x.grad"],
         ),
     ],
     "q2_sgd_table": [

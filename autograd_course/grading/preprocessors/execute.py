@@ -15,6 +15,7 @@ from nbgrader import utils
 from nbgrader.coursedir import CourseDirectory
 from traitlets import Bool, Integer, List, Unicode
 
+from autograd_course.checks import NOTE
 from autograd_course.grading import intake, sandbox, scan
 from autograd_course.grading.course import SECRET_FILE, read_secret
 from autograd_course.grading.kernel import KernelPlan, SandboxedExecute
@@ -169,7 +170,7 @@ class JudgedExecute(SandboxedExecute):
         """The judge's session and its link to the kernel, made at their first use."""
         if self.session is None:
             link = judge.JupyterLink(self.km, self.reply_limit_mb * 2**20,
-                                     alive=self.kernel_alive)
+                                     alive=self.kernel_alive, pid=self.kernel_pid)
             self.session = judge.Session(link, seed_key=judge.seed_key(*self._seed),
                                          timeout=float(self.timeout or 60),
                                          budget=self._budget_end)
@@ -279,8 +280,10 @@ class JudgedExecute(SandboxedExecute):
                                         answer_error=self._answer_error)
         self._unanswered, self._answer_error = False, ""
         outputs = []
-        if verdict.stdout:
-            outputs.append(nbformat.v4.new_output("stream", name="stdout", text=verdict.stdout))
+        notes = "".join(f"{NOTE}{message}\n" for _, message in verdict.notes)
+        if verdict.stdout or notes:
+            outputs.append(nbformat.v4.new_output("stream", name="stdout",
+                                                  text=verdict.stdout + notes))
         if verdict.passed:
             outputs.append(nbformat.v4.new_output("stream", name="stdout", text=PASSED + "\n"))
         else:

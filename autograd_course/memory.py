@@ -1,0 +1,85 @@
+"""What a process holds: its private memory, read from ``/proc`` (Linux).
+
+Used on both sides: a grader measures a student's kernel from outside it (the kernel cannot
+forge what Linux reports about its process), and a learner's visible check measures its own
+kernel. Private memory, unlike the resident size, leaves out the pages a process shares: the
+libraries, and after a fork its parent's pages.
+
+>>> import os
+>>> private_bytes(os.getpid()) > 0
+True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+
+def private_bytes(pid: int) -> int:
+    """The memory the process ``pid`` has to itself: its private pages, resident or swapped
+    (``/proc/PID/smaps_rollup``); its resident size where that file is missing."""
+    try:
+        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        import psutil
+
+        return psutil.Process(pid).memory_info().rss
+    total = 0
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key in ("Private_Clean", "Private_Dirty", "Swap"):
+            total += int(value.split()[0]) * 1024
+    return total
+
+
+def tree_private_bytes(pid: int) -> int:
+    """:func:`private_bytes` of a process and all its descendants."""
+    import psutil
+
+    total = private_bytes(pid)
+    for child in psutil.Process(pid).children(recursive=True):
+        with contextlib.suppress(psutil.Error, OSError, ValueError):
+            total += private_bytes(child.pid)
+    return total
+
+
+def own_private_bytes() -> int:
+    """:func:`private_bytes` of this process."""
+    return private_bytes(os.getpid())
+
+
+def _status(pid: int, key: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) * 1024
+    raise OSError(f"no {key} for process {pid}")
+
+
+class Probe:
+    """Measures the memory a process tree uses over a stretch of time (:meth:`start`,
+    :meth:`stop`): what it keeps (private memory, all its processes, after against before)
+    and the highest it reached above the start (the resident peak of its largest process,
+    reset at the start through ``/proc/PID/clear_refs``)."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+
+    def _largest(self) -> int:
+        import psutil
+
+        tree = [self.pid] + [c.pid for c in psutil.Process(self.pid).children(recursive=True)]
+        return max(tree, key=lambda p: private_bytes(p) if Path(f"/proc/{p}").exists() else 0)
+
+    def start(self) -> None:
+        self.main = self._largest()
+        with open(f"/proc/{self.main}/clear_refs", "w") as f:
+            f.write("5")  # the peak resident size starts again from the current one
+        self.resident = _status(self.main, "VmRSS")
+        self.private = tree_private_bytes(self.pid)
+
+    def stop(self) -> tuple[int, int]:
+        """``(kept, peak)`` in bytes since :meth:`start`."""
+        return (tree_private_bytes(self.pid) - self.private,
+                _status(self.main, "VmHWM") - self.resident)
