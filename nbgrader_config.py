@@ -43,6 +43,13 @@ c.LimitOutput.max_lines = 200
 # Keep at most this many traceback lines per error in graded notebooks.
 c.LimitOutput.max_traceback = 30
 
+# nbgrader's log lines quote the names of a submission's files and notebooks: print them
+# without control characters (an escape code in a file name can erase a line of the terminal).
+c.Application.logging_config = {
+    "filters": {"safe": {"()": "autograd_course.grading.terminal.SafeLog"}},
+    "handlers": {"console": {"filters": ["safe"]}},
+}
+
 # --- Trusted autograding (autograd_course.grading; see the README's instructor section) ---
 # Read a file that is not a valid notebook as an empty submission, with a reason.
 c.Autograde.exporter_class = "autograd_course.grading.preprocessors.TolerantNotebookExporter"
@@ -63,7 +70,8 @@ c.JudgedExecute.cpu_seconds = 1800
 # stopped and the tests that had not run get 0, with the reason. Sleeping costs no CPU, so
 # this, not cpu_seconds, bounds how long one notebook holds a worker: about 2 minutes with
 # nbgrader's own work and the feedback. The slowest reference notebook (08_training) grades in
-# about 15 s on a busy 2-core machine, so an honest notebook has a margin of about 7 times.
+# about 19 s on a 2-core machine busy with the test suite (the others in 2 to 7 s), so an
+# honest notebook has a margin of more than 5 times.
 c.JudgedExecute.notebook_seconds = 110
 # Cells run per notebook: every answer and test cell, and the student's own cells while there
 # is room. The assignments have 15 to 45 cells; a notebook of thousands would only cost time.

@@ -20,6 +20,8 @@ earlier, which is handed over as the original object, with its graph, ``.grad`` 
 - ``{"op": "delete", "name": NAME}`` and ``{"op": "bind", "name": NAME, "value": v}``: what a
   test's ``del NAME`` and ``NAME = <an object of this kernel>`` do, as they would in nbgrader,
   where tests run in the kernel;
+- ``{"op": "forget"}``: let go of every object sent (or received) so far, so that the judge
+  can measure what they kept alive;
 - ``{"op": "files", "limit": N, "max_files": M}``: the regular files the notebook wrote in its
   working folder (not under ``.*`` folders), by relative path, as base64, at most ``N`` bytes
   in all and ``M`` files.
@@ -80,11 +82,13 @@ class Agent:
         self.limit = limit
         self.objects: dict[int, object] = {}
         self.handles: dict[int, int] = {}  # id(object) -> handle
+        self.sent = 0  # handles given so far
 
     def keep(self, value) -> int:
         handle = self.handles.get(id(value))
         if handle is None or self.objects.get(handle) is not value:
-            handle = len(self.objects) + 1
+            self.sent += 1
+            handle = self.sent
             self.objects[handle] = value
             self.handles[id(value)] = handle
         return handle
@@ -146,7 +150,6 @@ class Agent:
             reply["raised"] = raised
         return reply
 
-
     def _delete(self, message: dict) -> dict:
         if message["name"] not in self.namespace:
             return {"missing": message["name"]}
@@ -155,6 +158,19 @@ class Agent:
 
     def _bind(self, message: dict) -> dict:
         self.namespace[message["name"]] = message["value"]
+        return {}
+
+    def _forget(self, message: dict) -> dict:
+        """Let go of every object kept so far (handles are never reused), and give the freed
+        memory back to Linux, where the judge measures it."""
+        import ctypes
+        import gc
+
+        self.objects.clear()
+        self.handles.clear()
+        gc.collect()
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
         return {}
 
     def _files(self, message: dict) -> dict:

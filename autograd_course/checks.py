@@ -271,34 +271,46 @@ def in_kernel(fn, *args, name: str | None = None):
 
 @dataclass
 class MemoryUse:
-    """What the student's code used in a block of :func:`kernel_memory_use`, in bytes:
-    ``kept`` is still in use after it (while its results are held), ``peak`` the most it
-    reached above the start."""
+    """What the student's code used in a block of :func:`kernel_memory_use`, in bytes of
+    private memory: ``kept`` is still in use after the block (while its results are held),
+    ``released`` is what the kernel freed when it let go of the results it handed the judge
+    (what they kept alive: a graph, say). Each can be offset on purpose (memory freed during
+    the block, a result kept elsewhere); both together, only with both."""
 
     kept: int = 0
-    peak: int = 0
+    released: int = 0
 
 
 @contextlib.contextmanager
 def kernel_memory_use():
-    """Measure the memory the process where the student's code runs uses in the block: from
-    outside the student's kernel when grading (the kernel cannot forge what Linux reports of
-    it), of itself in the learner's own kernel."""
+    """Measure the memory the student's code uses in the block: from outside the student's
+    kernel when grading (the kernel cannot forge what Linux reports of it), after which the
+    kernel lets go of every object it handed the judge (use the block last in a test cell);
+    in the learner's own kernel, of itself (``released`` stays 0 there: the test still holds
+    the results)."""
     judge = JUDGE.get()
-    probe = memory.Probe(os.getpid()) if judge is None else judge.memory_probe()
     use = MemoryUse()
-    probe.start()
+    if judge is None:
+        before = memory.own_private_bytes()
+        yield use
+        use.kept = memory.own_private_bytes() - before
+        return
+    before = judge.kernel_memory()
     yield use
-    use.kept, use.peak = probe.stop()
+    after = judge.kernel_memory()
+    judge.forget_all()
+    use.kept, use.released = after - before, after - judge.kernel_memory()
 
 
-def check_memory(amount: int, limit: int, name: str, *, what: str, hint: str) -> None:
-    """Check that ``amount`` bytes of memory, measured by :func:`kernel_memory_use`, are at
-    most ``limit``: a measured fact, not the kernel's word. ``what`` says what was measured
-    ("kept in use after it returns", "used at its peak")."""
-    if amount > limit:
-        _fail("memory", f"{name}: about {amount / 2**20:.0f} MiB {what} (at most "
-              f"{limit / 2**20:.0f} MiB were expected). {hint}")
+def check_memory(use: MemoryUse, limit: int, name: str, *, hint: str) -> None:
+    """Check that the memory of :func:`kernel_memory_use` stays within ``limit`` bytes, kept
+    and released: a measured fact, not the kernel's word."""
+    for amount, what in ((use.kept, "stay in use after it returned, while its result is kept"),
+                         (use.released, "were freed when its result was let go: the result "
+                          "kept them alive")):
+        if amount > limit:
+            _fail("memory", f"{name}: about {amount / 2**20:.0f} MiB {what} (at most "
+                  f"{limit / 2**20:.0f} MiB were expected). {hint}")
 
 
 def current(value):

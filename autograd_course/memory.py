@@ -48,38 +48,3 @@ def tree_private_bytes(pid: int) -> int:
 def own_private_bytes() -> int:
     """:func:`private_bytes` of this process."""
     return private_bytes(os.getpid())
-
-
-def _status(pid: int, key: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1]) * 1024
-    raise OSError(f"no {key} for process {pid}")
-
-
-class Probe:
-    """Measures the memory a process tree uses over a stretch of time (:meth:`start`,
-    :meth:`stop`): what it keeps (private memory, all its processes, after against before)
-    and the highest it reached above the start (the resident peak of its largest process,
-    reset at the start through ``/proc/PID/clear_refs``)."""
-
-    def __init__(self, pid: int):
-        self.pid = pid
-
-    def _largest(self) -> int:
-        import psutil
-
-        tree = [self.pid] + [c.pid for c in psutil.Process(self.pid).children(recursive=True)]
-        return max(tree, key=lambda p: private_bytes(p) if Path(f"/proc/{p}").exists() else 0)
-
-    def start(self) -> None:
-        self.main = self._largest()
-        with open(f"/proc/{self.main}/clear_refs", "w") as f:
-            f.write("5")  # the peak resident size starts again from the current one
-        self.resident = _status(self.main, "VmRSS")
-        self.private = tree_private_bytes(self.pid)
-
-    def stop(self) -> tuple[int, int]:
-        """``(kept, peak)`` in bytes since :meth:`start`."""
-        return (tree_private_bytes(self.pid) - self.private,
-                _status(self.main, "VmHWM") - self.resident)

@@ -8,7 +8,8 @@ The class is tests/fixtures/hostile_class.py on the toy assignment (4 points); e
 computes no right answer. Each student is graded on its own, in a fresh copy of the course, by
 plain ``nbgrader autograde`` (then ``generate_feedback``) and by ``autograd-course grade``,
 with the checkout's package and config (``PYTHONPATH``), and the checkout's package is
-restored from git after each one, so that one attack's damage is not credited to the next.
+put back after each one from a copy taken at the start (uncommitted changes included; git is
+never used to restore it), so that one attack's damage is not credited to the next.
 Prints, per case, the score the course means to give (``honest``) and the score under each
 grader ("-" where the grader could not grade it, e.g. because the submission killed it), and
 the harm it did under each: the seconds it held the grader and the grading processes' own CPU
@@ -27,6 +28,7 @@ import argparse
 import contextlib
 import csv
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -105,7 +107,9 @@ def course(folder: Path, checkout: Path, student: str) -> Path:
     (folder / "source" / "toy").mkdir(parents=True)
     nbformat.write(make_toy.toy_notebook(), folder / "source" / "toy" / "toy.ipynb")
     (folder / "nbgrader_config.py").write_text(config)
-    run(["-m", "nbgrader", "generate_assignment", "toy", "--force"], folder, checkout)
+    made = run(["-m", "nbgrader", "generate_assignment", "toy", "--force"], folder, checkout)
+    if not (folder / "release" / "toy" / "toy.ipynb").exists():
+        sys.exit(f"{folder}: generate_assignment made no release:\n{made.out[-3000:]}")
     hostile_class.write(folder / "submitted" / student / "toy", student,
                         lambda a: fill(folder / "release" / "toy" / "toy.ipynb", a))
     return folder
@@ -119,9 +123,18 @@ def score(folder: Path, student: str) -> str:
     return "-" if value is None else f"{value:g}"
 
 
-def restore(checkout: Path) -> None:
-    subprocess.run(["git", "-C", str(checkout), "checkout", "--", "autograd_course"],
-                   capture_output=True)
+def restore(package: Path, saved: Path) -> None:
+    """Undo what an attack wrote into ``package``: each file that differs from ``saved`` (a
+    copy taken before any attack ran) is written back, each file it added is removed."""
+    for path in package.rglob("*"):
+        kept = saved / path.relative_to(package)
+        if path.is_file() and "__pycache__" not in path.parts and not kept.exists():
+            path.unlink()
+    for kept in saved.rglob("*"):
+        path = package / kept.relative_to(saved)
+        if kept.is_file() and (not path.is_file() or path.read_bytes() != kept.read_bytes()):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(kept, path)
 
 
 def main() -> None:
@@ -131,6 +144,11 @@ def main() -> None:
     args = parser.parse_args()
     checkout = args.checkout.resolve()
     print(f"grader: {checkout}")
+    package = checkout / "autograd_course"
+    saved_in = tempfile.TemporaryDirectory(prefix="attacks-package-")
+    saved = Path(saved_in.name) / "autograd_course"
+    shutil.copytree(package, saved, symlinks=True,
+                    ignore=shutil.ignore_patterns("__pycache__"))
     print(f"{'case':<26} {'kind':<7} {'honest':>6} | {'nbgrader':>8} {'s':>5} {'cpu':>5} "
           f"{'live':>4} | {'grade':>5} {'s':>5} {'cpu':>5} {'live':>4} {'forged':>6} {'esc':>3}")
     for student, case in hostile_class.CASES.items():
@@ -143,11 +161,11 @@ def main() -> None:
                            checkout)
             graded.seconds += feedback.seconds
             first = harm(plain, student, graded)
-            restore(checkout)
+            restore(package, saved)
             by_cli = course(Path(tmp) / "cli", checkout, student)
             second = harm(by_cli, student, run(["-m", "autograd_course", "grade", "toy",
                                                 "--jobs", "1"], by_cli, checkout))
-            restore(checkout)
+            restore(package, saved)
             print(f"{student:<26} {case.kind:<7} {case.score:>6g} | {score(plain, student):>8} "
                   f"{first['s']:5.0f} {first['cpu']:5.0f} {first['live']:>4} | "
                   f"{score(by_cli, student):>5} {second['s']:5.0f} {second['cpu']:5.0f} "

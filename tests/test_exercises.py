@@ -518,9 +518,12 @@ def nbgrader_results(tmp_path_factory):
     work = tmp_path_factory.mktemp("nbgrader")
     sources = [str(source_path(u)) for u in UNITS]
     releases = [str(release_path(u)) for u in UNITS]
+    # A cell's timeout as generous as the suite's load needs: nbgrader's default (30 s) is
+    # about 15 times the slowest test cell (08's, under 2 s on an idle machine).
+    timeout = "--Execute.timeout=300"
     with ThreadPoolExecutor(3) as pool:
-        validated = pool.submit(_nbgrader, "validate", *sources, cwd=work)
-        inverted = pool.submit(_nbgrader, "validate", "--invert", *releases, cwd=work)
+        validated = pool.submit(_nbgrader, "validate", timeout, *sources, cwd=work)
+        inverted = pool.submit(_nbgrader, "validate", "--invert", timeout, *releases, cwd=work)
         generated = pool.submit(generate, ROOT, dest=work / "release")
         return {
             "source": _split_by_notebook(validated.result()),

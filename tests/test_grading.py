@@ -344,11 +344,16 @@ def test_records_come_from_the_grader_only(graded):
 
 @pytest.mark.class_grading
 def test_the_terminal_shows_no_escape_codes(graded):
-    for key in ("cli", "checked"):
+    # the summary, check's report and nbgrader's own log lines (which quote file names)
+    for key in ("cli", "checked", "plain", "feedback"):
         out = graded[key].stdout + graded[key].stderr
         assert "\x1b" not in out and "\u202e" not in out, key
     assert "FLAGGED nobody" not in graded["cli"].stdout.replace("raised ValueError", "")
     assert "FLAGGED right/" not in graded["cli"].stdout
+    # a flag under 12,000 notes still reaches the instructor: the record stays small
+    assert "FLAGGED attack_flag_under_notes/toy/toy" in graded["cli"].stdout
+    rec = _record(graded["base"], "attack_flag_under_notes")
+    assert len(rec.notes) <= 30 and any("torch.allclose" in flag for flag in rec.flags)
 
 
 @pytest.mark.class_grading
@@ -360,5 +365,14 @@ def test_one_notebook_costs_the_grader_at_most_its_budget(graded):
             assert rec.seconds is not None and rec.seconds <= budget + 12, (student, rec.seconds)
         sleeper = _record(where, "attack_sleeping")
         assert "time budget" in (sleeper.failure or "")
-        flood = where / "autograded" / "attack_output_flood" / "toy" / "toy.ipynb"
-        assert flood.stat().st_size < 10 * 2**20  # 200 MiB printed, 8 MiB kept
+        for flood in ("attack_output_flood", "attack_display_updates"):
+            notebook = where / "autograded" / flood / "toy" / "toy.ipynb"
+            assert notebook.stat().st_size < 10 * 2**20, flood  # 200 MiB printed, 8 MiB kept
+
+
+@pytest.mark.class_grading
+def test_a_submission_runs_none_of_its_code_before_the_kernel_is_locked(graded):
+    # its IPython startup file and Jupyter config were not run: they would have made a
+    # folder in the kernel's socket folder, and defined the name its answer uses
+    rec = _record(graded["base"], "attack_startup_files")
+    assert "STARTUP_GRAD" in rec.questions[0]["message"] and rec.score == 0

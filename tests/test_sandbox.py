@@ -277,7 +277,7 @@ def test_the_sandbox_command_binds_only_what_it_should(tmp_path):
         assert checkout not in sandbox.python_paths()
     finally:
         sys.path.remove(str(checkout))
-    assert argv[-5:] == [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    assert argv[-len(sandbox.kernel_python()):] == sandbox.kernel_python()
 
 
 def _kernel_side_modules() -> dict[str, Path]:
@@ -349,3 +349,25 @@ def test_two_kernels_never_share_a_user():
             assert first != second and {first, second} <= set(sandbox.KERNEL_UIDS)
         else:
             assert first is second is None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the socket folder is locked only as root")
+def test_locking_the_socket_folder_leaves_the_kernel_nothing_to_write(tmp_path):
+    uid = sandbox.KERNEL_UIDS[0]
+    folders = sandbox.prepare_folders(tmp_path / "k", uid)
+    spill = folders.ipc / "spill" / "deeper"
+    spill.mkdir(parents=True)
+    (spill / "file").write_text("x")
+    for path in (folders.ipc / "spill", spill, spill / "file"):
+        os.chown(path, uid, uid)
+        os.chmod(path, 0o777)
+    sandbox.lock_sockets(folders)
+    for path in (folders.ipc, folders.ipc / "spill", spill, spill / "file"):
+        info = path.stat()
+        assert (info.st_uid, info.st_mode & 0o022) == (0, 0), path  # root's, not writable
+
+
+def test_the_kernel_starts_without_the_working_folder_on_its_path():
+    python = sandbox.kernel_python()
+    assert python[:3] == [sys.executable, "-P", "-m"]
+    assert any("sys').path.insert(0, '')" in arg for arg in python)  # added once started

@@ -129,13 +129,11 @@ class InProcessLink:
     def close(self) -> None:
         """Nothing to release: the 'kernel' is this process."""
 
-    def memory_probe(self):
-        """A probe of the 'kernel's memory: this process's."""
-        import os
+    def memory(self) -> int:
+        """The 'kernel's private memory: this process's."""
+        from autograd_course.memory import own_private_bytes
 
-        from autograd_course.memory import Probe
-
-        return Probe(os.getpid())
+        return own_private_bytes()
 
     def request(self, payload: str, timeout: float) -> dict:
         bundle = self.agent.serve(payload)._repr_mimebundle_()
@@ -158,15 +156,18 @@ class JupyterLink:
         self.limit = limit
         self.client = judge_client(kernel_manager, limit)
 
-    def memory_probe(self):
-        """A probe of the kernel's memory, all its processes, as Linux reports it (the kernel
+    def memory(self) -> int:
+        """The kernel's private memory, all its processes, as Linux reports it (the kernel
         cannot forge it)."""
-        from autograd_course.memory import Probe
+        from autograd_course.memory import tree_private_bytes
 
         pid = self.pid()
         if pid is None:
             raise AnswerError("the kernel's memory cannot be measured here")
-        return Probe(pid)
+        try:
+            return tree_private_bytes(pid)
+        except Exception as exc:  # noqa: BLE001 - the kernel is gone, or /proc unreadable
+            raise AnswerError(f"the kernel's memory could not be read ({exc})") from None
 
     def request(self, payload: str, timeout: float) -> dict:
         expression = ("__import__('autograd_course.agent', fromlist=['serve'])"
@@ -341,9 +342,16 @@ class Session:
         if (diagnosis, message) not in self._notes:
             self._notes.append((diagnosis, message))
 
-    def memory_probe(self):
-        """A probe of the kernel's memory from outside it (a :class:`memory.Probe`)."""
-        return self.link.memory_probe()
+    def kernel_memory(self) -> int:
+        """The kernel's private memory in bytes, read from outside it."""
+        return self.link.memory()
+
+    def forget_all(self) -> None:
+        """Make the kernel let go of every object it sent or received so far (what they kept
+        alive is freed there); their handles here are no longer valid."""
+        self._request({"op": "forget"})
+        self._kept.clear()
+        self._copies.clear()
 
     def _diagnose(self, exc: Exception, unanswered: bool) -> Verdict:
         if isinstance(exc, AuthoringError):

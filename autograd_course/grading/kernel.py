@@ -14,6 +14,7 @@ says what it relies on, so that an upgrade that breaks one is found here.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -23,9 +24,10 @@ from pathlib import Path
 import zmq
 from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
-from jupyter_client.session import json_unpacker
+from jupyter_client.session import Session, json_unpacker
 from jupyter_core.utils import run_sync
 from nbgrader.preprocessors import Execute
+from traitlets import Any, Integer
 
 from autograd_course.grading import sandbox
 from autograd_course.memory import tree_private_bytes
@@ -52,6 +54,43 @@ def bounded_unpack(data: bytes | str):
     return json_unpacker(raw)
 
 
+class BoundedSession(Session):
+    """jupyter_client's Session on the grader's side of a grading kernel: it refuses a message
+    whose parts hold more than ``max_bytes`` in all (zmq bounds each part, not their number:
+    40 parts of 50 MiB would be 2 GiB in the grader), with more than :data:`MAX_STRUCTURE`
+    values, or with a wrong signature (a message cut off or made up). It calls
+    ``on_refused(reason)`` first, if given (the grader stops the kernel there), then raises
+    ValueError(reason); the reason never quotes the message, so it is the same every time.
+    Both are traits, so that the copies jupyter_client makes for its clients keep them."""
+
+    max_bytes = Integer(MAX_MESSAGE, help="The most bytes of one message, all parts together.")
+    on_refused = Any(None, allow_none=True, help="Called with the reason of a refusal.")
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.unpack = bounded_unpack  # jupyter_client: Session's public unpack trait
+
+    def deserialize(self, msg_list, content=True, copy=True):
+        if sum(len(part) for part in msg_list) > self.max_bytes:
+            self._refuse(f"more than {self.max_bytes // 2**20} MiB in all its parts")
+        try:
+            return super().deserialize(msg_list, content=content, copy=copy)
+        except ValueError as exc:
+            why = str(exc)
+            self._refuse(why if why.startswith("a message of more") else "a wrong signature")
+
+    def _refuse(self, why: str):
+        reason = unreadable(why)
+        if self.on_refused is not None:
+            self.on_refused(reason)
+        raise ValueError(reason)
+
+
+def unreadable(why: str) -> str:
+    """The reason a kernel is stopped for a message the grader refuses (see BoundedSession)."""
+    return f"the kernel sent the grader a message it does not read: {why}"
+
+
 def judge_client(kernel_manager, limit: int):
     """A blocking client of a grading kernel for the judge, over the shell and control
     channels, that refuses messages over ``2 * limit`` bytes or :data:`MAX_STRUCTURE`."""
@@ -60,9 +99,8 @@ def judge_client(kernel_manager, limit: int):
 
     context = zmq.Context()
     context.setsockopt(zmq.MAXMSGSIZE, 2 * limit)  # a flood is cut off by zmq itself
-    client = BlockingKernelClient(context=context)
+    client = BlockingKernelClient(context=context, session=BoundedSession(max_bytes=2 * limit))
     client.load_connection_info(kernel_manager.get_connection_info())
-    client.session.unpack = bounded_unpack  # jupyter_client: Session's public unpack trait
     # The kernel is up (nbclient waited for it): a request sent before the sockets finish
     # connecting is queued by zmq, so no wait for readiness is needed here.
     client.start_channels(iopub=False, stdin=False, hb=False, control=True)
@@ -78,7 +116,8 @@ class GradingKernelManager(AsyncKernelManager):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        self.session.unpack = bounded_unpack  # the clients nbclient makes share this session
+        # the clients nbclient makes share this session; SandboxedExecute sets on_refused
+        self.session = BoundedSession(max_bytes=MAX_MESSAGE, parent=self)
 
     def _context_default(self):
         # jupyter_client (private): the traitlets default of ``context``, the zmq context every
@@ -104,34 +143,75 @@ class OneKernelSpec(KernelSpecManager):
         return self.spec
 
 
+def _folder_bytes(folder: Path) -> int:
+    """The bytes of the files under ``folder``, at any depth (links not followed)."""
+    total = 0
+    for top, _, names in os.walk(folder):
+        for name in names:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(top, name)).st_size
+    return total
+
+
 @dataclass
 class Watchdog:
     """Kills a kernel (and every process it started) whose private memory, all its processes
     together, passes ``limit_mb``; or that is still running at ``deadline``
     (``(time.monotonic() value, reason)``); or that fills its socket folder (``sockets``), the
-    one folder of the host it can write (where the grader is not root)."""
+    one folder of the host it can write (where the grader is not root); or that makes the
+    grading process itself grow by more than ``grader_mb`` while a message of many parts
+    arrives (zmq limits the size of each part, not their number; :class:`BoundedSession`
+    refuses the message once it is in, and gives the same reason)."""
 
     limit_mb: int
     deadline: tuple[float, str] | None = None
     sockets: Path | None = None
+    grader_mb: int = 1024
     killed: str | None = None
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)
 
     def watch(self, pid: int) -> None:
         """Start watching the process ``pid`` and its children, in a daemon thread."""
+        import psutil
+
+        self._pid = pid
+        self._grader = psutil.Process()
+        self._grader_start = self._grader.memory_info().rss
         threading.Thread(target=self._poll, args=(pid,), daemon=True,
                          name="grader-memory-watchdog").start()
 
     def stop(self) -> None:
         self._stop.set()
 
-    def _why(self, pid: int, tick: int) -> str | None:
-        if tree_private_bytes(pid) > self.limit_mb * 2**20:
+    def kill(self, reason: str) -> None:
+        """Kill the kernel and every process it started now, for ``reason`` (the first reason
+        given is kept as :attr:`killed`)."""
+        import psutil
+
+        if self.killed is None:
+            self.killed = reason
+        try:
+            process = psutil.Process(self._pid)
+            for child in process.children(recursive=True):
+                child.kill()
+            process.kill()
+        except (AttributeError, psutil.Error, OSError):  # not started, or already gone
+            pass
+
+    def _why(self, process, tick: int) -> str | None:
+        limit = self.limit_mb * 2**20
+        # The resident sizes, cheap to read, bound the private memory from above (they count
+        # shared pages too, once per process): only past the limit is smaps_rollup read.
+        resident = process.memory_info().rss + sum(
+            c.memory_info().rss for c in process.children(recursive=True))
+        if resident > limit and tree_private_bytes(process.pid) > limit:
             return f"the kernel used more than {self.limit_mb} MiB"
         if self.deadline is not None and time.monotonic() > self.deadline[0]:
             return self.deadline[1]
-        if self.sockets is not None and tick % 10 == 0 and sum(
-                p.stat().st_size for p in self.sockets.iterdir() if p.is_file()) > SOCKET_FILES:
+        if self._grader.memory_info().rss - self._grader_start > self.grader_mb * 2**20:
+            return unreadable(f"more than {MAX_MESSAGE // 2**20} MiB in all its parts")
+        if self.sockets is not None and tick % 10 == 0 and _folder_bytes(self.sockets) > (
+                SOCKET_FILES):
             return "the kernel wrote files into its socket folder"
         return None
 
@@ -142,12 +222,9 @@ class Watchdog:
             process = psutil.Process(pid)
             tick = 0
             while process.is_running() and not self._stop.is_set():
-                why = self._why(pid, tick)
+                why = self._why(process, tick)
                 if why:
-                    self.killed = why
-                    for child in process.children(recursive=True):
-                        child.kill()
-                    process.kill()
+                    self.kill(why)
                     return
                 tick += 1
                 self._stop.wait(0.1)
@@ -208,6 +285,7 @@ class SandboxedExecute(Execute):
             transport="ipc", ip=str(plan.folders.ipc / "kernel"),
             connection_file=str(plan.folders.ipc / "kernel.json"), config=self.config)
         self.km.owner = sandbox.NOBODY if plan.uid is None else plan.uid
+        self.km.session.on_refused = self.watchdog.kill  # a message refused stops the kernel
         return self.km
 
     async def async_start_new_kernel(self, **kwargs):
@@ -229,6 +307,18 @@ class SandboxedExecute(Execute):
         if pid is not None:
             self.watchdog.watch(pid)
         return client
+
+    def _update_display_id(self, display_id, msg):
+        # nbclient (private): rewrites, in place, every earlier output that carries the display
+        # id of an update. Outputs are kept here without display ids (see
+        # ``preprocessors.execute``), so an update, which the output budget does not see, can
+        # never grow them: none applies.
+        return None
+
+    def handle_comm_msg(self, outs, msg, cell_index):
+        # nbclient (public hook): keeps widget state and buffers from comm messages, outside
+        # the output budget; a graded notebook keeps no widgets.
+        return None
 
     async def _async_handle_timeout(self, timeout, cell=None):
         # nbclient (private): called when a cell's reply does not come within its timeout;

@@ -15,9 +15,13 @@ an **allowlist** (:func:`allowlist`): nothing of the host is there unless it is 
 - written by the course: an ``/etc/passwd`` and ``/etc/group`` that name only the kernel's
   user, root and nobody;
 - writable, each a file system of its own with a size: the working folder (a copy of the
-  submission's other files, :attr:`Limits.work_mb`), ``/tmp`` (:attr:`Limits.tmp_mb`) and
-  ``/dev/shm``; the folder of its sockets, which the grader locks once the kernel is up
-  (:func:`lock_sockets`). Everything else, ``/`` and ``/dev`` included, is read-only;
+  submission's other files, :attr:`Limits.work_mb`), ``/tmp`` (:attr:`Limits.tmp_mb`; the
+  kernel's home and its IPython, Jupyter and matplotlib settings, empty at start: none comes
+  with the submission) and ``/dev/shm``; the folder of its sockets, which the grader locks
+  once the kernel is up (:func:`lock_sockets`). Everything else, ``/`` and ``/dev``
+  included, is read-only;
+- the kernel starts with ``python -P`` (:func:`kernel_python`): no file of the submission is
+  imported before the kernel is up and watched;
 - no network (``--unshare-net``): it talks to the grader over IPC sockets; its own PID, IPC
   and UTS namespaces; it dies with the grader; a clean environment (``--clearenv``);
 - when the grader runs as root, a user of its own (a uid from :data:`KERNEL_UIDS`, one per
@@ -41,9 +45,11 @@ import fcntl
 import functools
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import sysconfig
+import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,7 +59,7 @@ import autograd_course
 NOBODY = 65534
 #: What of this package a grading kernel sees: everything else in it is the grader's.
 KERNEL_SIDE = ("__init__.py", "agent.py", "wire.py", "checks.py", "hints", "lessons.py",
-               "graphs.py", "plots.py", "memory.py")
+               "graphs.py", "plots.py", "memory.py", "streams.py")
 PACKAGE = Path(autograd_course.__file__).resolve().parent
 #: The system's programs and libraries, read-only (a link, as in merged-/usr systems, is made
 #: as the same link).
@@ -68,7 +74,11 @@ SYS = ("/sys/devices/system/cpu",)
 #: The users grading kernels run as when the grader is root: one per running kernel, so that
 #: the process limit (which counts per user) holds per kernel. Not in the host's passwd.
 KERNEL_UIDS = range(1_990_000_000, 1_990_000_000 + 4096)
-USER_LOCKS = Path("/tmp/autograd-course-kernel-users")
+USER_LOCKS = Path("/tmp/autograd-course-kernel-users.d")
+#: The prefix of the host folders of grading kernels (in the temporary folder), followed by
+#: the grading process's id: a folder whose process is gone is swept away
+#: (:func:`sweep_stale_folders`).
+KERNEL_FOLDERS = "autograd-course-kernel-"
 SHM_MB = 16
 
 
@@ -93,13 +103,15 @@ class Folders:
     """The host folders of one grading kernel, under ``base`` (private to the grader).
 
     ``files`` holds the submission's other files, copied into the kernel's working folder
-    ``work`` when it starts; ``ipc`` holds its sockets and connection file.
+    ``work`` when it starts; ``ipc`` holds its sockets and connection file; ``home`` is the
+    unsandboxed kernel's home (a sandboxed one has its home in its own ``/tmp``).
     """
 
     base: Path
     files: Path
     work: Path
     ipc: Path
+    home: Path
 
 
 @functools.cache
@@ -169,13 +181,17 @@ def allowlist(private: Sequence[Path] = ()) -> dict[str, list[str]]:
     }
 
 
-def _environment(work: Path) -> dict[str, str]:
+def _environment(home: Path) -> dict[str, str]:
+    """The kernel's environment. Its home and settings folders (IPython's, Jupyter's,
+    matplotlib's) are in ``home``, an empty folder, never in the working folder: a submission
+    that brings ``.ipython/profile_default/startup/`` or ``.jupyter/`` files would have them
+    run when the kernel starts."""
     env = {
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin",
                                  "/bin"]),
-        "HOME": str(work), "TMPDIR": "/tmp", "LANG": "C.UTF-8",
-        "IPYTHONDIR": str(work / ".ipython"), "MPLCONFIGDIR": str(work / ".matplotlib"),
-        "JUPYTER_RUNTIME_DIR": str(work / ".jupyter"), "JUPYTER_CONFIG_DIR": str(work / ".jupyter"),
+        "HOME": str(home), "TMPDIR": "/tmp", "LANG": "C.UTF-8",
+        "IPYTHONDIR": str(home / ".ipython"), "MPLCONFIGDIR": str(home / ".matplotlib"),
+        "JUPYTER_RUNTIME_DIR": str(home / ".jupyter"), "JUPYTER_CONFIG_DIR": str(home / ".jupyter"),
         "NBGRADER_EXECUTION": "autograde", "PYTHONNOUSERSITE": "1",
     }
     for name in ("PYTHONPATH", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -218,6 +234,17 @@ def _accounts(folders: Folders, uid: int) -> list[str]:
     return argv
 
 
+def kernel_python() -> list[str]:
+    """The kernel's own command line. ``-P`` keeps the working folder (the submission's files)
+    off the import path while the kernel starts, so that a submitted ``ipykernel_launcher.py``,
+    ``IPython/`` or ``zmq/`` is not what starts; once the kernel runs, the folder is put first
+    on the path, as in Jupyter, for the student's own modules. Its stdout and stderr send
+    what a cell prints in messages of a bounded size (:mod:`autograd_course.streams`)."""
+    return [sys.executable, "-P", "-m", "ipykernel_launcher", "-f", "{connection_file}",
+            "--IPKernelApp.exec_lines=__import__('sys').path.insert(0, '')",
+            "--IPKernelApp.outstream_class=autograd_course.streams.ChunkedOutStream"]
+
+
 def kernel_command(folders: Folders, limits: Limits, *, private: Sequence[Path] = (),
                    uid: int | None = None, use_sandbox: bool = True, require: bool = False
                    ) -> tuple[list[str], bool]:
@@ -229,7 +256,7 @@ def kernel_command(folders: Folders, limits: Limits, *, private: Sequence[Path] 
     it is sandboxed. Raises :class:`SandboxUnavailable` when ``require`` and no bubblewrap
     works.
     """
-    python = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    python = kernel_python()
     bwrap = bubblewrap() if use_sandbox else None
     if bwrap is None:
         if require:
@@ -237,7 +264,7 @@ def kernel_command(folders: Folders, limits: Limits, *, private: Sequence[Path] 
                 "grading requires the sandbox, but bubblewrap (bwrap) is missing or cannot "
                 "create namespaces here: install Debian's bubblewrap, or run where user "
                 "namespaces are allowed")
-        env = ["env", "-i", *(f"{k}={v}" for k, v in _environment(folders.work).items())]
+        env = ["env", "-i", *(f"{k}={v}" for k, v in _environment(folders.home).items())]
         return [*env, *_die_with_parent(), *_limits_prefix(limits, processes=False),
                 *python], False
     argv = [bwrap, *_system()]
@@ -289,7 +316,7 @@ def kernel_command(folders: Folders, limits: Limits, *, private: Sequence[Path] 
     argv += ["--remount-ro", "/dev", "--remount-ro", "/",
              "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
              "--die-with-parent", "--clearenv", "--chdir", str(folders.work)]
-    for name, value in _environment(folders.work).items():
+    for name, value in _environment(Path("/tmp")).items():  # its own, empty at start
         argv += ["--setenv", name, value]
     if os.geteuid() == 0:
         user = uid if uid is not None else NOBODY
@@ -307,8 +334,8 @@ def kernel_command(folders: Folders, limits: Limits, *, private: Sequence[Path] 
 def prepare_folders(base: Path, uid: int | None = None) -> Folders:
     """Make a kernel's host folders under ``base``; the socket folder is the kernel's (its
     user's, as root) until :func:`lock_sockets`."""
-    folders = Folders(base, base / "files", base / "work", base / "ipc")
-    for path in (folders.files, folders.work, folders.ipc):
+    folders = Folders(base, base / "files", base / "work", base / "ipc", base / "home")
+    for path in (folders.files, folders.work, folders.ipc, folders.home):
         path.mkdir(parents=True)
     if os.geteuid() == 0:
         os.chown(folders.ipc, NOBODY if uid is None else uid, NOBODY if uid is None else uid)
@@ -317,15 +344,54 @@ def prepare_folders(base: Path, uid: int | None = None) -> Folders:
 
 
 def lock_sockets(folders: Folders) -> None:
-    """Once the kernel is up: its socket folder becomes the grader's, so that the kernel can
-    use its sockets but no longer create files there (as root only: otherwise the kernel has
-    the grader's user, and the folder stays writable, each file under the file-size limit)."""
+    """Once the kernel is up: its socket folder, and everything the kernel made in it (a
+    folder of folders, say), becomes the grader's and read-only to others, so that the kernel
+    can use its sockets but no longer create or grow files there (as root only: otherwise
+    the kernel has the grader's user, and the folder stays writable, each file under the
+    file-size limit). Each folder is locked before it is listed: nothing new appears in it."""
     if os.geteuid() != 0:
         return
-    for path in (folders.ipc, *folders.ipc.iterdir()):
-        if not path.is_socket():
-            os.chown(path, 0, 0, follow_symlinks=False)
-    os.chmod(folders.ipc, 0o755)
+    pending = [folders.ipc]
+    while pending:
+        folder = pending.pop()
+        with contextlib.suppress(OSError):
+            os.chown(folder, 0, 0, follow_symlinks=False)
+            os.chmod(folder, 0o755)
+        with contextlib.suppress(OSError), os.scandir(folder) as entries:
+            for entry in entries:
+                with contextlib.suppress(OSError):
+                    mode = entry.stat(follow_symlinks=False).st_mode
+                    if stat.S_ISDIR(mode):
+                        pending.append(Path(entry.path))
+                    elif not stat.S_ISSOCK(mode):  # its sockets stay the kernel's
+                        os.chown(entry.path, 0, 0, follow_symlinks=False)
+                        if not stat.S_ISLNK(mode):
+                            os.chmod(entry.path, 0o644)
+
+
+def sweep_stale_folders(temp: Path | None = None) -> list[Path]:
+    """Remove the host folders of grading kernels (:data:`KERNEL_FOLDERS`) whose grading
+    process is gone: one killed (by a person, or the machine's memory killer) could not clean
+    up after itself. A folder whose process still runs, or whose name says no process, is
+    left. Returns what was removed."""
+    temp = Path(tempfile.gettempdir()) if temp is None else temp
+    removed = []
+    with contextlib.suppress(OSError):
+        for entry in temp.iterdir():
+            pid = entry.name.removeprefix(KERNEL_FOLDERS).partition("-")[0]
+            if not (entry.name.startswith(KERNEL_FOLDERS) and pid.isdigit()) or (
+                    entry.is_symlink() or not entry.is_dir()):
+                continue
+            try:
+                os.kill(int(pid), 0)
+                continue  # its process still runs
+            except ProcessLookupError:
+                pass
+            except OSError:
+                continue
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry)
+    return removed
 
 
 _next_user = [os.getpid() * 7919]  # where this process looks for a free user next

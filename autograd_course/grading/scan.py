@@ -54,6 +54,10 @@ INTROSPECTION_ATTRIBUTES = {"__code__", "__globals__", "__closure__", "f_globals
 HISTORY_NAMES = {"In", "Out", "_ih", "_oh", "_i", "_ii", "_iii", "__builtins__"}
 DYNAMIC_CALLS = {"exec", "eval", "compile", "__import__", "breakpoint"}
 ATTRIBUTE_CALLS = {"setattr", "delattr"}
+#: The longest cell the scan reads, in characters; a longer one is a finding itself.
+MAX_SOURCE = 200_000
+#: What a cell the scan cannot read (Python's parser or the scan's own recursion gives up).
+TOO_DEEP = "code nested too deeply to be read by the scan"
 
 
 @dataclass(frozen=True)
@@ -209,12 +213,20 @@ def scan_source(source: str, cell: str, protected_names: dict[str, str] | None =
     ``protected_names`` maps the names the tests use (bound by the locked cells) to what
     they were imported from; re-importing the same thing is fine, rebinding it is flagged.
     """
+    if len(source) > MAX_SOURCE:
+        return [Finding(cell, 1, f"a cell of {len(source):,} characters, more than the scan "
+                        f"reads ({MAX_SOURCE:,})")]
     try:
         tree = ast.parse(_to_python(source))
-    except SyntaxError:
+    except (SyntaxError, ValueError):
         return []  # code that does not parse does nothing; it fails on its own
+    except (RecursionError, MemoryError):
+        return [Finding(cell, 1, TOO_DEEP)]
     visitor = _Visitor(cell, dict(protected_names or {}))
-    visitor.visit(tree)
+    try:
+        visitor.visit(tree)
+    except (RecursionError, MemoryError):
+        return [*visitor.findings, Finding(cell, 1, TOO_DEEP)]
     return visitor.findings
 
 
@@ -222,7 +234,7 @@ def imported_names(source: str) -> dict[str, str]:
     """Return the names a (locked) cell binds by importing, mapped to what they import."""
     try:
         tree = ast.parse(_to_python(source))
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return {}
     names = {}
     for node in ast.walk(tree):

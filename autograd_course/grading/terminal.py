@@ -11,6 +11,7 @@ bidirectional overrides (which reorder what is shown). :func:`safe` removes them
 
 from __future__ import annotations
 
+import logging
 import re
 import unicodedata
 
@@ -19,9 +20,21 @@ _BIDI = dict.fromkeys(map(ord, "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e
                                "\u2066\u2067\u2068\u2069"))
 
 
-def safe(text: object) -> str:
+def safe(text: object, *, lines: bool = False) -> str:
     """``text`` with ANSI escape sequences, control characters and bidirectional overrides
-    removed; tabs and line ends become spaces (one message, one line)."""
+    removed; tabs and line ends become spaces (one message, one line), or with ``lines`` the
+    line ends (``\n``) are kept."""
     text = _ESCAPES.sub("", str(text)).translate(_BIDI)
-    return "".join(" " if c in "\t\n\r" else c for c in text
+    kept = "\n" if lines else ""
+    return "".join(c if c in kept else " " if c in "\t\n\r" else c for c in text
                    if c in "\t\n\r" or unicodedata.category(c) != "Cc")
+
+
+class SafeLog(logging.Filter):
+    """A logging filter that makes each message :func:`safe` (line ends kept): nbgrader's own
+    log lines quote the names of a submission's files and notebooks, which the student chose
+    (``c.Application.logging_config`` in ``nbgrader_config.py`` sets it on the console)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = safe(record.getMessage(), lines=True), ()
+        return True

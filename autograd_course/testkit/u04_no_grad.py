@@ -26,6 +26,14 @@ WRONG: dict[str, list[Wrong]] = {
         # the kernel reports the graph (a note in the judge); the memory it keeps is measured
         wrong("records a graph", function(_EVAL, f"return {_FORWARD}"), "memory",
               ["MiB", "no_grad"]),
+        # ballast allocated beforehand and freed during the call offsets what the graph keeps;
+        # the graph is still measured when the kernel lets go of the result
+        wrong("records a graph, frees ballast during the call",
+              "_ballast = [torch.ones(60 * 2**20)]\n\n\n" + function(_EVAL, f"""
+                  if x.shape[0] >= 100_000:
+                      _ballast.clear()
+                  return {_FORWARD}
+                  """), "memory", ["freed when its result was let go"]),
         wrong(
             "no tanh",
             function(_EVAL, """

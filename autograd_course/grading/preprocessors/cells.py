@@ -19,8 +19,11 @@ META = "autograd_course"
 
 
 def grade_id(cell: NotebookNode) -> str | None:
-    """The nbgrader id of a cell, or None."""
-    return cell.metadata.get("nbgrader", {}).get("grade_id")
+    """The nbgrader id of a cell, or None (also where the metadata is damaged: an id that is
+    not a string, nbgrader metadata that is not a dict)."""
+    meta = cell.metadata.get("nbgrader") if isinstance(cell.metadata, dict) else None
+    value = meta.get("grade_id") if isinstance(meta, dict) else None
+    return value if isinstance(value, str) else None
 
 
 def is_test_cell(cell: NotebookNode) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import os
 import sys
 import tempfile
 import threading
@@ -47,6 +48,15 @@ class _LazyJudge:
 
 
 judge = _LazyJudge()
+_swept = threading.Event()
+
+
+def _sweep_once() -> None:
+    """Remove, once per grading process, the kernel folders that graders which were killed
+    (and so could not clean up) left behind (:func:`sandbox.sweep_stale_folders`)."""
+    if not _swept.is_set():
+        _swept.set()
+        sandbox.sweep_stale_folders()
 
 
 class JudgedExecute(SandboxedExecute):
@@ -121,8 +131,9 @@ class JudgedExecute(SandboxedExecute):
         self._output_bytes, self._output_cut = 0, False
         flags, flagged = self._scan(nb)
         secret = (self.secret or read_secret(coursedir.root)).encode()
-        with (tempfile.TemporaryDirectory(prefix="autograd-course-kernel-") as tmp,
-              sandbox.kernel_user() as uid):
+        _sweep_once()
+        with (tempfile.TemporaryDirectory(prefix=f"{sandbox.KERNEL_FOLDERS}{os.getpid()}-")
+              as tmp, sandbox.kernel_user() as uid):
             folders = sandbox.prepare_folders(Path(tmp), uid)
             notes += _copy_other_files(resources, self.config, folders.files)
             limits = sandbox.Limits(memory_mb=self.memory_limit_mb, cpu_seconds=self.cpu_seconds,
@@ -193,9 +204,9 @@ class JudgedExecute(SandboxedExecute):
     def output(self, outs, msg, display_id, cell_index):
         # nbclient's hook for each output message: outputs past the notebook's share of the
         # grader's memory are dropped, with one note
-        self._output_bytes += _size(msg.get("content", {}))
+        self._output_bytes += _size(msg.get("content", {})) + 1024  # and the output's own
         if self._output_bytes <= self.max_output_mb * 2**20:
-            return super().output(outs, msg, display_id, cell_index)
+            return super().output(outs, msg, None, cell_index)  # no display ids: no updates
         if not self._output_cut:
             self._output_cut = True
             note = (f"[the grader kept the first {self.max_output_mb} MiB of this notebook's "

@@ -47,44 +47,59 @@ class RepairSubmission(NbGraderPreprocessor):
         return nb, resources
 
 
-def _where(nb, cell) -> str:
+#: Cells named one by one in the notes of one kind of repair; the rest are counted.
+SHOWN = 5
+
+
+def _where(index: int, cell) -> str:
     """A cell as a student finds it: its place in the notebook and its first line."""
     first = next((line.strip() for line in cell.source.splitlines() if line.strip()), "")
     first = first if len(first) <= 40 else first[:39] + "…"
-    return f"cell {nb.cells.index(cell) + 1}" + (f" ({first!r})" if first else "")
+    return f"cell {index + 1}" + (f" ({first!r})" if first else "")
+
+
+def _listed(places: list[str], said: str) -> list[str]:
+    """A note per place, up to :data:`SHOWN`, then one for the rest: 12,000 damaged cells
+    make six notes, not 12,000."""
+    notes = [f"{place}{said}" for place in places[:SHOWN]]
+    if len(places) > SHOWN:
+        notes.append(f"and {len(places) - SHOWN} more cells{said}")
+    return notes
 
 
 def _forget_unknown(nb, course: dict) -> list[str]:
-    said = []
-    for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader")
-        if meta is None:
+    places = []
+    for index, cell in enumerate(nb.cells):
+        if "nbgrader" not in cell.metadata:
             continue
-        if not isinstance(meta, dict) or meta.get("grade_id") not in course:
+        meta = cell.metadata["nbgrader"]
+        if not isinstance(meta, dict) or grade_id(cell) not in course:
             del cell.metadata["nbgrader"]
-            said.append(f"{_where(nb, cell)}: nbgrader metadata the course does not know was "
-                        "removed; it was graded as an ordinary cell")
-    return said
+            places.append(_where(index, cell))
+    return _listed(places, ": nbgrader metadata the course does not know was removed; it "
+                   "was graded as an ordinary cell")
 
 
 def _keep_one_of_each(nb, course: dict) -> list[str]:
     said = []
     found: dict[str, list] = {}
-    for cell in nb.cells:
+    for index, cell in enumerate(nb.cells):
         if grade_id(cell):
-            found.setdefault(grade_id(cell), []).append(cell)
+            found.setdefault(grade_id(cell), []).append((index, cell))
     for cell_id, cells in found.items():
         if len(cells) < 2:
             continue
         release_id = course[cell_id].get("id")
-        keep = next((c for c in cells if release_id and c.get("id") == release_id), cells[0])
-        for cell in cells:
+        keep = next((c for _, c in cells if release_id and c.get("id") == release_id),
+                    cells[0][1])
+        places = []
+        for index, cell in cells:
             if cell is not keep:
                 del cell.metadata["nbgrader"]
-                kind = "test cell" if utils.is_grade(course[cell_id]) else "cell"
-                said.append(f"{_where(nb, cell)} is a copy of the {kind} '{cell_id}' (copied "
-                            "with its nbgrader metadata); the copy was graded as an ordinary "
-                            "cell")
+                places.append(_where(index, cell))
+        kind = "test cell" if utils.is_grade(course[cell_id]) else "cell"
+        said += _listed(places, f" is a copy of the {kind} '{cell_id}' (copied with its "
+                        "nbgrader metadata); the copy was graded as an ordinary cell")
     return said
 
 
@@ -117,7 +132,7 @@ def _put_back_deleted(nb, template) -> list[str]:
         if cell_id is None:
             continue
         if cell_id in present:
-            position = nb.cells.index(present[cell_id]) + 1
+            position = next(i for i, c in enumerate(nb.cells) if c is present[cell_id]) + 1
             continue
         new_cell = copy.deepcopy(cell)
         nb.cells.insert(position, new_cell)

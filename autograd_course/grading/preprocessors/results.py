@@ -54,11 +54,11 @@ class RecordResults(NbGraderPreprocessor):
             assignment=assignment,
             notebook=notebook,
             questions=questions,
-            flags=state.get("flags", []),
-            notes=end_notes(resources),
+            flags=_bounded(state.get("flags", []), "flags"),
+            notes=_bounded(end_notes(resources), "notes"),
             failure=state.get("failure"),
             sandboxed=state.get("sandboxed", False),
-            errors=_cell_errors(nb),
+            errors=_bounded(_cell_errors(nb), "errors"),
             seconds=state.get("seconds"),
         )
         record.store(coursedir.root).write(data)
@@ -88,6 +88,20 @@ class RecordResults(NbGraderPreprocessor):
                     gradebook.find_comment(solution, notebook, assignment,
                                            student).auto_comment = "\n".join(texts)
             gradebook.db.commit()
+
+
+#: The most notes, flags or errors a record keeps (each of at most :data:`ITEM_CHARS`): a
+#: submission cannot fill the record, the summary or the report with them.
+MAX_ITEMS, ITEM_CHARS = 30, 500
+
+
+def _bounded(items: list[str], kind: str) -> list[str]:
+    """``items``, each cut to :data:`ITEM_CHARS`; past :data:`MAX_ITEMS`, the last says how
+    many more there were."""
+    kept = [record.shorten(str(item), ITEM_CHARS) for item in items[:MAX_ITEMS]]
+    if len(items) > MAX_ITEMS:
+        kept[-1] = f"and {len(items) - MAX_ITEMS + 1} more {kind}"
+    return kept
 
 
 def _cell_errors(nb: NotebookNode) -> list[str]:

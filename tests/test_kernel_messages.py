@@ -1,0 +1,85 @@
+"""What a grading kernel sends the grader: bounded by the grader's side, and in small parts.
+
+The grader's session (grading.kernel.BoundedSession) refuses a message too large in all its
+parts, too full of structure, or with a wrong signature, and gives a reason that is the same
+every time; the kernel's stream (autograd_course.streams) sends a loop of prints in messages of
+a bounded size, whatever the timing.
+"""
+
+from __future__ import annotations
+
+import pytest
+from jupyter_client.kernelspec import KernelSpec
+from jupyter_client.session import Session
+
+from autograd_course import streams
+from autograd_course.grading import kernel, sandbox
+
+
+def _parts(session: Session, buffers=()) -> list[bytes]:
+    """A stream message as the grader's socket hands it over, identities taken off."""
+    message = session.msg("stream", {"name": "stdout", "text": "parts"})
+    message["buffers"] = list(buffers)
+    _, parts = session.feed_identities(session.serialize(message))
+    return parts + [bytes(b) for b in buffers]
+
+
+def test_a_message_of_many_parts_is_refused_and_stops_the_kernel():
+    refused = []
+    grader = kernel.BoundedSession(key=b"k", max_bytes=2**20, on_refused=refused.append)
+    kernel_side = Session(key=b"k")
+    assert grader.deserialize(_parts(kernel_side))["content"]["text"] == "parts"
+    with pytest.raises(ValueError) as too_large:
+        grader.deserialize(_parts(kernel_side, [b"x" * 2**19] * 3))  # each part is small
+    assert refused == [str(too_large.value)]
+    assert "more than 1 MiB in all its parts" in refused[0]
+
+
+def test_a_wrong_signature_gets_one_reason_whatever_the_message():
+    refused = []
+    grader = kernel.BoundedSession(key=b"k", max_bytes=2**20, on_refused=refused.append)
+    for key in (b"other", b"another"):
+        with pytest.raises(ValueError):
+            grader.deserialize(_parts(Session(key=key)))
+    assert refused[0] == refused[1] == kernel.unreadable("a wrong signature")
+
+
+def test_too_much_structure_is_refused():
+    grader = kernel.BoundedSession(key=b"k", max_bytes=2**30)
+    kernel_side = Session(key=b"k")
+    message = kernel_side.msg("stream", {"name": "stdout", "text": [[]] * 3_000_000})
+    _, parts = kernel_side.feed_identities(kernel_side.serialize(message))
+    with pytest.raises(ValueError, match="a message of more than"):
+        grader.deserialize(parts)
+
+
+def test_a_loop_of_prints_arrives_in_small_messages(tmp_path):
+    from jupyter_client.manager import KernelManager
+
+    class Manager(KernelManager):  # the grading kernel's command line, outside the sandbox
+        @property
+        def kernel_spec(self):
+            return KernelSpec(argv=sandbox.kernel_python(), language="python", env={})
+
+    manager = Manager()
+    manager.start_kernel(cwd=str(tmp_path))
+    client = manager.client()
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=60)
+        line = "y" * 2**19
+        msg_id = client.execute(f"for _ in range(24):\n    print({line!r})")
+        texts = []
+        while True:
+            message = client.get_iopub_msg(timeout=60)
+            if message["parent_header"].get("msg_id") != msg_id:
+                continue
+            if message["msg_type"] == "stream":
+                texts.append(message["content"]["text"])
+            if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
+                break
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    assert "".join(texts) == (line + "\n") * 24
+    assert max(map(len, texts)) <= streams.CHUNK + len(line) + 1, [len(t) for t in texts]
