@@ -21,7 +21,8 @@ earlier, which is handed over as the original object, with its graph, ``.grad`` 
   test's ``del NAME`` and ``NAME = <an object of this kernel>`` do, as they would in nbgrader,
   where tests run in the kernel;
 - ``{"op": "forget"}``: let go of every object sent (or received) so far, so that the judge
-  can measure what they kept alive;
+  can measure what they kept alive; ``{"op": "trim"}``: collect garbage and give freed
+  memory back to Linux (before the judge measures the kernel's memory);
 - ``{"op": "files", "limit": N, "max_files": M}``: the regular files the notebook wrote in its
   working folder (not under ``.*`` folders), by relative path, as base64, at most ``N`` bytes
   in all and ``M`` files.
@@ -163,14 +164,14 @@ class Agent:
     def _forget(self, message: dict) -> dict:
         """Let go of every object kept so far (handles are never reused), and give the freed
         memory back to Linux, where the judge measures it."""
-        import ctypes
-        import gc
-
         self.objects.clear()
         self.handles.clear()
-        gc.collect()
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL("libc.so.6").malloc_trim(0)
+        return self._trim(message)
+
+    def _trim(self, message: dict) -> dict:
+        from autograd_course.memory import trim
+
+        trim()
         return {}
 
     def _files(self, message: dict) -> dict:

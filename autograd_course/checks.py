@@ -291,8 +291,10 @@ def kernel_memory_use():
     judge = JUDGE.get()
     use = MemoryUse()
     if judge is None:
+        memory.trim()
         before = memory.own_private_bytes()
         yield use
+        memory.trim()
         use.kept = memory.own_private_bytes() - before
         return
     before = judge.kernel_memory()

@@ -343,7 +343,9 @@ class Session:
             self._notes.append((diagnosis, message))
 
     def kernel_memory(self) -> int:
-        """The kernel's private memory in bytes, read from outside it."""
+        """The kernel's private memory in bytes, read from outside it, after the kernel gave
+        back what it had freed (a kernel that does not only counts more)."""
+        self._request({"op": "trim"})
         return self.link.memory()
 
     def forget_all(self) -> None:

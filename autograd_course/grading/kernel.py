@@ -45,23 +45,30 @@ SOCKET_FILES = 16 * 2**20
 MAX_STRUCTURE = 2_000_000
 
 
+def _structure(raw: bytes) -> int:
+    """Brackets, braces and commas in ``raw``, counted at the speed of ``bytes.count``."""
+    return raw.count(b"[") + raw.count(b"{") + raw.count(b",")
+
+
 def bounded_unpack(data: bytes | str):
-    """jupyter_client's JSON unpacker, after a scan (at the speed of ``bytes.count``) that
-    refuses a message with more than :data:`MAX_STRUCTURE` brackets, braces and commas."""
+    """jupyter_client's JSON unpacker, after a scan that refuses a part of a message with more
+    than :data:`MAX_STRUCTURE` brackets, braces and commas."""
     raw = data if isinstance(data, bytes) else data.encode("utf8", "replace")
-    if raw.count(b"[") + raw.count(b"{") + raw.count(b",") > MAX_STRUCTURE:
-        raise ValueError(f"a message of more than {MAX_STRUCTURE} values")
+    if _structure(raw) > MAX_STRUCTURE:
+        raise ValueError(TOO_STRUCTURED)
     return json_unpacker(raw)
 
 
 class BoundedSession(Session):
     """jupyter_client's Session on the grader's side of a grading kernel: it refuses a message
     whose parts hold more than ``max_bytes`` in all (zmq bounds each part, not their number:
-    40 parts of 50 MiB would be 2 GiB in the grader), with more than :data:`MAX_STRUCTURE`
-    values, or with a wrong signature (a message cut off or made up). It calls
-    ``on_refused(reason)`` first, if given (the grader stops the kernel there), then raises
-    ValueError(reason); the reason never quotes the message, so it is the same every time.
-    Both are traits, so that the copies jupyter_client makes for its clients keep them."""
+    40 parts of 50 MiB would be 2 GiB in the grader), whose JSON parts hold more than
+    :data:`MAX_STRUCTURE` values together, or that it cannot read as a Jupyter message (a wrong
+    signature, a message cut off or made up). It calls ``on_refused(reason)`` first, if given
+    (the grader stops the kernel there), then raises ValueError(reason). The reason names the
+    kind of refusal only, never the message, so it is the same in every grading. Both are
+    traits, so that the copies (``Session.clone``) jupyter_client makes for its clients keep
+    them."""
 
     max_bytes = Integer(MAX_MESSAGE, help="The most bytes of one message, all parts together.")
     on_refused = Any(None, allow_none=True, help="Called with the reason of a refusal.")
@@ -72,15 +79,21 @@ class BoundedSession(Session):
 
     def deserialize(self, msg_list, content=True, copy=True):
         if sum(len(part) for part in msg_list) > self.max_bytes:
-            self._refuse(f"more than {self.max_bytes // 2**20} MiB in all its parts")
+            self._refuse(TOO_LARGE)
+        # the signature, then header, parent header, metadata and content: JSON
+        if sum(_structure(getattr(part, "bytes", part)) for part in msg_list[1:5]) > (
+                MAX_STRUCTURE):
+            self._refuse(TOO_STRUCTURED)
         try:
             return super().deserialize(msg_list, content=content, copy=copy)
         except ValueError as exc:
             why = str(exc)
-            self._refuse(why if why.startswith("a message of more") else "a wrong signature")
+            self._refuse(TOO_STRUCTURED if why == TOO_STRUCTURED else unreadable(
+                "a wrong signature" if "Signature" in why else "not a Jupyter message"))
+        except Exception:  # noqa: BLE001 - a signed message the kernel made up
+            self._refuse(unreadable("not a Jupyter message"))
 
-    def _refuse(self, why: str):
-        reason = unreadable(why)
+    def _refuse(self, reason: str):
         if self.on_refused is not None:
             self.on_refused(reason)
         raise ValueError(reason)
@@ -89,6 +102,13 @@ class BoundedSession(Session):
 def unreadable(why: str) -> str:
     """The reason a kernel is stopped for a message the grader refuses (see BoundedSession)."""
     return f"the kernel sent the grader a message it does not read: {why}"
+
+
+#: Refused for its size: by BoundedSession once the message is in, or by the watchdog while
+#: it arrives (the same words, so that a grading gives the same reason whichever came first).
+TOO_LARGE = unreadable("too large in all its parts together, or more than the grader's "
+                       "memory allows")
+TOO_STRUCTURED = unreadable(f"more than {MAX_STRUCTURE} values")
 
 
 def judge_client(kernel_manager, limit: int):
@@ -116,7 +136,8 @@ class GradingKernelManager(AsyncKernelManager):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        # the clients nbclient makes share this session; SandboxedExecute sets on_refused
+        # the clients nbclient makes get copies (clones) of this session, made after
+        # SandboxedExecute sets on_refused
         self.session = BoundedSession(max_bytes=MAX_MESSAGE, parent=self)
 
     def _context_default(self):
@@ -159,9 +180,9 @@ class Watchdog:
     together, passes ``limit_mb``; or that is still running at ``deadline``
     (``(time.monotonic() value, reason)``); or that fills its socket folder (``sockets``), the
     one folder of the host it can write (where the grader is not root); or that makes the
-    grading process itself grow by more than ``grader_mb`` while a message of many parts
-    arrives (zmq limits the size of each part, not their number; :class:`BoundedSession`
-    refuses the message once it is in, and gives the same reason)."""
+    grading process itself grow by more than ``grader_mb`` since the kernel started, which a
+    message of many parts does while it arrives (zmq limits the size of each part, not their
+    number; :class:`BoundedSession` refuses the message once it is in, with the same reason)."""
 
     limit_mb: int
     deadline: tuple[float, str] | None = None
@@ -209,7 +230,7 @@ class Watchdog:
         if self.deadline is not None and time.monotonic() > self.deadline[0]:
             return self.deadline[1]
         if self._grader.memory_info().rss - self._grader_start > self.grader_mb * 2**20:
-            return unreadable(f"more than {MAX_MESSAGE // 2**20} MiB in all its parts")
+            return TOO_LARGE
         if self.sockets is not None and tick % 10 == 0 and _folder_bytes(self.sockets) > (
                 SOCKET_FILES):
             return "the kernel wrote files into its socket folder"

@@ -379,15 +379,15 @@ def sweep_stale_folders(temp: Path | None = None) -> list[Path]:
     with contextlib.suppress(OSError):
         for entry in temp.iterdir():
             pid = entry.name.removeprefix(KERNEL_FOLDERS).partition("-")[0]
-            if not (entry.name.startswith(KERNEL_FOLDERS) and pid.isdigit()) or (
-                    entry.is_symlink() or not entry.is_dir()):
+            if not (entry.name.startswith(KERNEL_FOLDERS) and pid.isdigit()
+                    and len(pid) <= 10) or entry.is_symlink() or not entry.is_dir():
                 continue
             try:
                 os.kill(int(pid), 0)
                 continue  # its process still runs
             except ProcessLookupError:
                 pass
-            except OSError:
+            except (OSError, OverflowError):  # not ours to signal, or not a process id
                 continue
             shutil.rmtree(entry, ignore_errors=True)
             removed.append(entry)
