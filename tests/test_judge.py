@@ -239,3 +239,16 @@ def test_a_module_of_the_students_kernel_is_the_judges_own_when_installed():
     verdict = session.run_test("assert os.getenv('HOME') is not None\n"
                                "assert json.dumps([1]) == '[1]'\nassert nn.Linear", "t")
     assert verdict.passed, verdict.diagnostic
+
+
+def test_loading_the_grading_pipeline_leaves_torch_to_the_judges_thread():
+    # torch takes seconds to import: the judge's thread imports it while the first kernel
+    # starts (judge.start), so the pipeline's own modules must not import it on load
+    import subprocess
+    import sys
+
+    code = ("import sys, autograd_course.grading.preprocessors, autograd_course.cli\n"
+            "print(sorted(m for m in ('torch', 'autograd_course.checks') if m in sys.modules))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    assert loaded == "[]", loaded

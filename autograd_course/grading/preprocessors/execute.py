@@ -16,7 +16,6 @@ from nbgrader import utils
 from nbgrader.coursedir import CourseDirectory
 from traitlets import Bool, Integer, List, Unicode
 
-from autograd_course.checks import NOTE
 from autograd_course.grading import intake, sandbox, scan
 from autograd_course.grading.course import SECRET_FILE, read_secret
 from autograd_course.grading.kernel import KernelPlan, SandboxedExecute
@@ -286,6 +285,10 @@ class JudgedExecute(SandboxedExecute):
         return cell, resources
 
     def _judge(self, cell) -> None:
+        # imported here, not at the top: checks imports torch, which the judge's thread
+        # imports while the kernel starts (judge.start), and which is loaded by now
+        from autograd_course.checks import NOTE
+
         cell_id = grade_id(cell)
         verdict = self.session.run_test(cell.source, cell_id, unanswered=self._unanswered,
                                         answer_error=self._answer_error)
