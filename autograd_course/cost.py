@@ -299,7 +299,8 @@ class SavedTensorLog:
     torch function called in the block: it is the graph node (``grad_fn``) of that
     function's result. Tensors that ``torch.utils.checkpoint`` saves (a segment's inputs)
     have the operation ``checkpoint``. After the block the log holds numbers and names
-    only, no tensor, so it keeps no memory alive.
+    only, no tensor, and what autograd stored is a detached tensor (the same storage), so it
+    keeps no memory alive, even where backward never runs.
     """
 
     def __init__(self, names: Mapping[str, torch.Tensor] | None = None):
@@ -335,7 +336,10 @@ class SavedTensorLog:
             self._pending.append(t)
         else:
             self._add(t, "checkpoint" if _in_checkpoint() else "?", "input")
-        return t
+        # The same storage without the tensor's graph: an operation that saves its own output
+        # (exp, tanh) would otherwise hold its output, which holds it, a cycle that only
+        # backward() breaks, so the graph would outlive the block.
+        return t.detach()
 
     def _unpack(self, t: torch.Tensor) -> torch.Tensor:
         self.unpacked += 1

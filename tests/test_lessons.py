@@ -299,7 +299,16 @@ CORRECTIONS = [
     ("07_engine", "after backward 1 w.grad = -4.0\nafter backward 2 w.grad = -8.0"),
     ("08_training", "step 1: x = -5.000000, f(x) =  600.0000"),
     ("08_training", "      0.0 | 8 steps   | 6 steps"),
-    ("08_training", "SGD with momentum, zero_grad(set_to_none=False)  frozen layer changed: True"),
+    # freezing after creating the optimizer, case by case: what .grad holds, and LBFGS
+    ("08_training", "   Adam                           frozen layer changed: False\n"
+                    "   AdamW (weight decay 0.01)      frozen layer changed: False\n"),
+    ("08_training", "2. .grad is zeros (zero_grad(set_to_none=False))\n"
+                    "   SGD                            frozen layer changed: False\n"
+                    "   SGD, momentum                  frozen layer changed: True\n"),
+    ("08_training", "3. frozen between backward() and step(): the real gradient is in .grad\n"
+                    "   SGD                            frozen layer changed: True\n"),
+    ("08_training", "   frozen before its first step   frozen layer changed: False\n"
+                    "   frozen after 3 steps           frozen layer changed: True\n"),
 ]
 
 
