@@ -219,6 +219,15 @@ def run_answer(fn, *args, name: str | None = None, autograd: bool = True, **kwar
                 "for the derivative by hand. The tests call it with recording switched off "
                 "(torch.no_grad()), where backward() fails: write the formula instead.",
             )
+        if autograd and _is_no_grad_failure(error):
+            _fail(
+                "no_graph",
+                f"{label} called backward() (or torch.autograd.grad) on a result that records "
+                "no graph. Either nothing it was computed from requires grad: make a leaf copy "
+                "of the input, x.detach().clone().requires_grad_(True), and compute from that "
+                "copy. Or, for a second derivative, the first one was computed without "
+                "create_graph=True, so it came back without a graph to differentiate.",
+            )
         if "'NoneType' object has no attribute 'zero_'" in str(error):
             _fail(
                 "zero_before_backward",

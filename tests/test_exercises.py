@@ -11,6 +11,7 @@ source/, ``nbgrader validate --invert`` on release/, and release/ == what nbgrad
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -95,6 +96,42 @@ def numbers_of(value) -> list[str]:
 
 
 # --- structure --------------------------------------------------------------------------------
+
+
+def _bound_names(source: str) -> set[str]:
+    """The names a cell binds in the notebook's namespace: assignments, imports, for and with
+    targets, defs and classes at its top level (not the locals of its functions)."""
+    bound: set[str] = set()
+
+    def visit(node):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(node.name)
+            return  # its body binds locals
+        if isinstance(node, ast.Lambda | ast.comprehension | ast.GeneratorExp | ast.ListComp
+                      | ast.SetComp | ast.DictComp):
+            return
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound.add(node.id)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(source))
+    return bound
+
+
+@pytest.mark.parametrize("unit", UNITS)
+def test_no_test_cell_rebinds_a_name_the_notebook_provides(unit):
+    # e.g. `hint = "..."` in a test cell replaced the notebook's hint() by a string, and
+    # hint("q3") then failed, just when a learner wanted it
+    nb = load(unit)
+    provided = _bound_names(nb.cells[1].source)  # the imports cell
+    assert "hint" in provided
+    for cell in nb.cells:
+        if nbgrader_meta(cell).get("grade") and cell.cell_type == "code":
+            rebound = _bound_names(cell.source) & provided
+            assert not rebound, f"{nbgrader_meta(cell)['grade_id']} rebinds {sorted(rebound)}"
 
 
 @pytest.mark.parametrize("unit", UNITS)

@@ -98,7 +98,6 @@ WRONG: dict[str, list[Wrong]] = {
                 """),
             "changed_input",
             ["twice the gradient", "caller's b.grad"],
-            hidden_only=True,
         ),
     ],
     "q3_predict_three_weights": [
@@ -141,6 +140,16 @@ WRONG: dict[str, list[Wrong]] = {
         wrong("left blank", _STUB, "blank", ["NotImplementedError"]),
     ],
     "q4_vjp": [
+        wrong(
+            "x does not require grad",
+            function(_VJP, """
+                y = f(x)
+                y.backward(v)
+                return x.grad
+                """),
+            "no_graph",
+            ["records no graph", "requires_grad_(True)"],
+        ),
         wrong(
             "ignores v",
             function(_VJP, """

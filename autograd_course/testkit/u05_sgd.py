@@ -76,7 +76,6 @@ WRONG: dict[str, list[Wrong]] = {
                 """),
             "accumulated",
             ["not cleared"],
-            hidden_only=True,
         ),
         wrong(
             "x = x - lr * grad",

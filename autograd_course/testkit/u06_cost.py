@@ -45,6 +45,14 @@ WRONG: dict[str, list[Wrong]] = {
             hidden_only=True,
         ),
         wrong(
+            "dedupe by t.data_ptr() (the first element), not by the storage",
+            _saved_bytes(key="unique = {t.data_ptr(): t for t in saved}",
+                         total="sum(t.untyped_storage().nbytes() for t in unique.values())"),
+            "first_element",
+            ["t.data_ptr()", "untyped_storage"],
+            hidden_only=True,
+        ),
+        wrong(
             "element counts instead of bytes",
             _saved_bytes(key=_UNIQUE, total="sum(t.numel() for t in unique.values())"),
             "elements",
@@ -107,6 +115,13 @@ WRONG: dict[str, list[Wrong]] = {
             'saved_names = {"x", "w", "a", "c", "k", "d", "e"}',
             "nothing_needed",
             ["save nothing"],
+            hidden_only=True,
+        ),
+        wrong(
+            "a product saves its result",
+            'saved_names = {"a", "c", "k", "d"}',
+            "product_result",
+            ["not its result", "x and w"],
             hidden_only=True,
         ),
         wrong(

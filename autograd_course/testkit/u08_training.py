@@ -160,6 +160,17 @@ WRONG: dict[str, list[Wrong]] = {
             ["other layers too"],
             hidden_only=True,
         ),
+        wrong(
+            "parameter names that start with the name",
+            function(_FREEZE, """
+                for parameter_name, p in model.named_parameters():
+                    if parameter_name.startswith(name):
+                        p.requires_grad_(False)
+                """),
+            "other_frozen",
+            ["other layers too"],
+            hidden_only=True,
+        ),
     ],
     "q3_newton_step": [
         wrong(
