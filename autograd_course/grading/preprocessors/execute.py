@@ -121,6 +121,11 @@ class JudgedExecute(SandboxedExecute):
         judge.start()
         self._budget_end = time.monotonic() + self.notebook_seconds
         self.timeout_func = self._cell_timeout
+        # Outputs still arriving after a cell's reply (a large output on a busy machine, or a
+        # message the grader then refuses) get the cell's timeout, not nbclient's 4 s: past
+        # that, nbgrader stops the whole notebook with a CellTimeoutError whose reason would
+        # depend on the machine's load. The notebook's budget still bounds it.
+        self.iopub_timeout = max(self.iopub_timeout, int(self.timeout or 60))
         self.shutdown_kernel = "immediate"  # nothing in a grading kernel is worth waiting for
         state = resources.setdefault(META, {})
         coursedir, assignment, notebook = course_paths(self.config, resources)
