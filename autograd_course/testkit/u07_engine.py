@@ -206,6 +206,23 @@ WRONG: dict[str, list[Wrong]] = {
     ],
     "q2_topological_order": [
         wrong(
+            "mutable default arguments",
+            """
+            def topological_order(output, visited=set(), order=[]):
+                def visit(node):
+                    if node not in visited:
+                        visited.add(node)
+                        for child in node._prev:
+                            visit(child)
+                        order.append(node)
+
+                visit(output)
+                return order
+            """,
+            "mutable_default",
+            ["earlier call", "visited=set()"],
+        ),
+        wrong(
             "no walk: every node made since the last call, in the order made",
             """
             _made = []
