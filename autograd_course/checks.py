@@ -15,6 +15,11 @@ feedback is the same everywhere. A failed check raises :class:`CheckError`, an
 With ``reveal=False`` (the default, used by hidden tests) a message never contains the expected
 values; ``reveal=True`` (visible checks) adds them, together with the actual ones.
 
+A question not answered yet is :class:`NotAnswered` (a CheckError), never a misconception: in
+the learner's kernel, :func:`run_answer` and :func:`in_kernel` turn the template's ``raise
+NotImplementedError()`` into it, and a visible test cell that meets that stub or a name its
+answer cell never defined shows it as one red line too (:func:`_short_errors_in_test_cells`).
+
 >>> import torch
 >>> from autograd_course.checks import check_tensor
 >>> check_tensor(torch.tensor([2.0, 4.0]), torch.tensor([2.0, 4.0]), name="x.grad")
@@ -70,7 +75,39 @@ class CheckError(AssertionError):
 
     def _render_traceback_(self) -> list[str]:
         """What IPython shows instead of a traceback: the diagnosis alone."""
-        return [f"\x1b[0;31mCheckError\x1b[0m: {self}"]
+        return [_red_line(type(self).__name__, str(self))]
+
+
+class NotAnswered(CheckError):
+    """A visible check met a question that is not answered yet: its answer still raises the
+    template's ``NotImplementedError``, or a name it defines does not exist (its cell was not
+    run). Diagnosis "blank"; in a notebook it shows as one red line, like any CheckError."""
+
+    def __init__(self, message: str):
+        super().__init__(message, "blank")
+
+
+def _red_line(ename: str, message: str) -> str:
+    return f"\x1b[0;31m{ename}\x1b[0m: {message}"
+
+
+def _not_implemented(label: str) -> NotAnswered:
+    return NotAnswered(f"{label} is not answered yet: it still raises NotImplementedError. "
+                       "Replace the `raise NotImplementedError()` in its answer cell with your "
+                       "answer, run that cell, then this one again.")
+
+
+def _not_defined(name: str | None) -> NotAnswered:
+    what = f"`{name}`" if name else "a name this test uses"
+    return NotAnswered(f"{what} is not defined yet: run its answer cell, with your answer in "
+                       "place of the `raise NotImplementedError()` (if that cell fails, fix its "
+                       "error first), and check the spelling of the name.")
+
+
+def _is_the_stub(error: BaseException) -> bool:
+    """Whether ``error`` is the template's blank answer, ``raise NotImplementedError()`` (a
+    NotImplementedError with a message comes from somewhere else: PyTorch, say)."""
+    return isinstance(error, NotImplementedError) and not str(error)
 
 
 class StudentError(Exception):
@@ -112,6 +149,14 @@ def _type_name(value) -> str:
     if isinstance(value, Handle):
         return f"{value.type_name} (an object kept in your kernel)"
     return type(value).__name__
+
+
+def _what_it_is(value) -> str:
+    """What ``value`` is, for "... but {_what_it_is(value)}": "it is None", or "its type is
+    AddBackward0" (no article to get wrong before a type name: a int, a AddBackward0)."""
+    if value is None:
+        return "it is None"
+    return f"its type is {_type_name(value)}"
 
 
 def _close(a, b, rtol, atol) -> bool:
@@ -205,7 +250,7 @@ def run_answer(fn, *args, name: str | None = None, autograd: bool = True, **kwar
     """
     label = name or f"{getattr(fn, '__name__', 'your function')}(...)"
     if not callable(fn):
-        _fail("type", f"{label}: expected a function, got a {_type_name(fn)}.")
+        _fail("type", f"{label}: expected a function, but {_what_it_is(fn)}.")
     try:
         if hasattr(fn, "remote_call"):
             result, caught = fn.remote_call(args, kwargs, label=label, no_grad=not autograd)
@@ -235,6 +280,8 @@ def run_answer(fn, *args, name: str | None = None, autograd: bool = True, **kwar
                 ".grad until the first backward() fills it, so there is nothing to zero yet. "
                 "Clear with x.grad = None (it always works), or with optimizer.zero_grad().",
             )
+        if _is_the_stub(error) and JUDGE.get() is None:  # in the judge: judge._diagnose
+            raise _not_implemented(label) from None
         raise
     for message in caught:
         if _NONLEAF_WARNING in message:
@@ -272,9 +319,14 @@ def in_kernel(fn, *args, name: str | None = None):
     expected value: the kernel could read it.
     """
     judge = JUDGE.get()
-    if judge is None:
-        return fn(*args)
     label = name or f"{getattr(fn, '__name__', 'a test function')}(...)"
+    if judge is None:
+        try:
+            return fn(*args)
+        except NotImplementedError as error:
+            if _is_the_stub(error):  # a question not answered yet: one line, no traceback
+                raise _not_implemented(label) from None
+            raise
     return judge.call(fn, args, {}, label=label)[0]
 
 
@@ -478,7 +530,7 @@ def check_tensor(
             extra = " Wrap a number with torch.tensor(...), or return the tensor itself."
         _fail(
             "type",
-            f"{name} should be a torch.Tensor, but it is a {_type_name(actual)}.{extra}",
+            f"{name} should be a torch.Tensor, but {_what_it_is(actual)}.{extra}",
             expected,
             reveal,
         )
@@ -529,7 +581,7 @@ def check_number(
     if isinstance(actual, bool | np.bool_) or not isinstance(actual, int | float | np.number):
         _fail(
             "type",
-            f"{name} should be a number (float), but it is a {_type_name(actual)}.",
+            f"{name} should be a number (float), but {_what_it_is(actual)}.",
             expected,
             reveal,
         )
@@ -546,15 +598,15 @@ def check_number_format(actual, name: str = "result") -> None:
         _fail("type", f"{name} should be a Python number, but it is a tensor: use .item(), or "
               "write the number itself.")
     if isinstance(actual, bool | np.bool_) or not isinstance(actual, int | float | np.number):
-        _fail("type", f"{name} should be a number (such as -2.5), but it is a "
-              f"{_type_name(actual)}.")
+        _fail("type", f"{name} should be a number (such as -2.5), but "
+              f"{_what_it_is(actual)}.")
 
 
 def check_bool_format(actual, name: str = "result") -> None:
     """Check that ``actual`` is True or False (for predictions, before their values count)."""
     if not isinstance(actual, bool | np.bool_):
-        _fail("type", f"{name} should be True or False (a bool, without quotes), but it is a "
-              f"{_type_name(actual)}.")
+        _fail("type", f"{name} should be True or False (a bool, without quotes), but "
+              f"{_what_it_is(actual)}.")
 
 
 def check_equal(actual, expected, name: str = "result", *, hint=None, reveal=False) -> None:
@@ -564,7 +616,7 @@ def check_equal(actual, expected, name: str = "result", *, hint=None, reveal=Fal
     if type(actual) is not type(expected) and expected is not None and actual is not None:
         _fail(
             "type",
-            f"{name} should be a {type(expected).__name__}, but it is a {_type_name(actual)}.",
+            f"{name} should be of type {type(expected).__name__}, but {_what_it_is(actual)}.",
             expected,
             reveal,
         )
@@ -581,7 +633,7 @@ def check_tuple(answer, length: int, name: str = "result") -> tuple:
     if not isinstance(answer, tuple | list):
         _fail(
             "type",
-            f"{name} should be a tuple of {length} items, but it is a {_type_name(answer)}.",
+            f"{name} should be a tuple of {length} items, but {_what_it_is(answer)}.",
         )
     if len(answer) != length:
         _fail("shape", f"{name} should have {length} items, but it has {len(answer)}.")
@@ -593,7 +645,7 @@ def check_shape(t, shape, name: str = "result", *, dtype=None) -> None:
     if t is None:
         _fail("none", f"{name} is None: did you assign or return your answer?")
     if not _is_a_tensor(t):
-        _fail("type", f"{name} should be a torch.Tensor, but it is a {_type_name(t)}.")
+        _fail("type", f"{name} should be a torch.Tensor, but {_what_it_is(t)}.")
     if tuple(t.shape) != tuple(shape):
         _fail("shape", f"{name} has the wrong shape: {tuple(t.shape)} instead of {tuple(shape)}.")
     if dtype is not None and t.dtype != dtype:
@@ -605,7 +657,7 @@ def check_shape(t, shape, name: str = "result", *, dtype=None) -> None:
 
 def _require_tensor(t, name: str) -> None:
     if not _is_a_tensor(t):
-        _fail("type", f"{name} should be a torch.Tensor, but it is a {_type_name(t)}.")
+        _fail("type", f"{name} should be a torch.Tensor, but {_what_it_is(t)}.")
 
 
 def check_gradient_of(tensor, expected, name: str = "x", **options) -> None:
@@ -706,7 +758,7 @@ def check_leaf_answer(answer, t, name: str = "is_leaf") -> None:
     known = facts(t)
     expected = known.grad_fn is None
     if not isinstance(answer, bool):
-        _fail("type", f"{name} should be True or False, but it is a {_type_name(answer)}.")
+        _fail("type", f"{name} should be True or False, but {_what_it_is(answer)}.")
     if answer != expected:
         message = (
             f"{name} is wrong. A leaf is a tensor you created yourself (t.is_leaf is True, "
@@ -724,7 +776,7 @@ def check_grad_fn_name(answer, t, name: str = "grad_fn name") -> None:
     if answer is not None and not isinstance(answer, str):
         _fail(
             "type",
-            f"{name} should be a string (or None), but it is a {_type_name(answer)}: "
+            f"{name} should be a string (or None), but {_what_it_is(answer)}: "
             "return the class name, type(t.grad_fn).__name__.",
             expected,
         )
@@ -785,7 +837,7 @@ def _exception_name(prediction, name):
     _fail(
         "type",
         f"{name} should be the name of an exception class (a string such as 'KeyError'), the "
-        f"class itself, or None for 'runs without error'; it is a {_type_name(prediction)}.",
+        f"class itself, or None for 'runs without error'; {_what_it_is(prediction)}.",
     )
 
 
@@ -825,3 +877,83 @@ def check_prediction(prediction, code, name: str = "prediction") -> None:
     else:
         message = f"{name}: the code raises a different exception than {predicted}."
     _fail("exception", message + tip, actual)
+
+
+# --- a visible test cell's error in the learner's notebook ------------------------------------
+
+#: Every visible test cell calls it: how a kernel tells a test cell from the learner's own.
+_TEST_CELL_MARK = "visible_checks_passed("
+
+
+def _cell_source(tb) -> tuple[str, str]:
+    """The file name and the source of the notebook cell a traceback runs through (its first
+    ``<module>`` frame), or ("", "")."""
+    import linecache
+
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_name == "<module>":
+            return code.co_filename, "".join(linecache.getlines(code.co_filename))
+        tb = tb.tb_next
+    return "", ""
+
+
+def _unanswered_in_test_cell(value, tb) -> NotAnswered | None:
+    """The one-line NotAnswered for an exception of a visible test cell that means "this
+    question is not answered yet", else None: the blank stub's NotImplementedError (at any
+    depth), or a NameError raised by the test cell's own code (a name its answer cell
+    defines, never run). A NameError inside the learner's own functions is a bug of theirs
+    and keeps its traceback, as does every error of the learner's own cells."""
+    filename, source = _cell_source(tb)
+    if _TEST_CELL_MARK not in source:
+        return None
+    last = tb
+    while last.tb_next is not None:
+        last = last.tb_next
+    raiser = last.tb_frame.f_code
+    if _is_the_stub(value):
+        return _not_implemented(f"{raiser.co_name}(...)" if raiser.co_name.isidentifier()
+                                else "your answer")
+    if isinstance(value, NameError) and raiser.co_filename == filename:
+        return _not_defined(getattr(value, "name", None))
+    return None
+
+
+def _show_error(shell, etype, value, tb, tb_offset=None):
+    """IPython's handler of NameError and NotImplementedError (see
+    :func:`_short_errors_in_test_cells`): one line for an unanswered question in a visible test
+    cell, IPython's own traceback for everything else."""
+    try:
+        short = _unanswered_in_test_cell(value, tb)
+    except Exception:  # noqa: BLE001 - never let the course's handler hide the error
+        short = None
+    if short is None:
+        shell.showtraceback((etype, value, tb), tb_offset=tb_offset, running_compiled_code=True)
+        return None
+    stb = short._render_traceback_()
+    import sys
+
+    sys.last_type, sys.last_value, sys.last_traceback = etype, value, tb
+    shell._showtraceback(etype, value, stb)
+    return stb
+
+
+def _short_errors_in_test_cells() -> None:
+    """In an IPython kernel (JupyterLab, ``nbgrader validate``), show the NameError or
+    NotImplementedError of a question not answered yet as one line when a visible test cell
+    meets it, as a failed check is shown, not as a traceback through the test's code. Done
+    once, when this module is imported; a custom handler someone else set is left alone."""
+    import sys
+
+    if "IPython" not in sys.modules:  # not a kernel; and importing IPython costs time
+        return
+    shell = sys.modules["IPython"].get_ipython()
+    if shell is None or not hasattr(shell, "set_custom_exc"):
+        return
+    if shell.custom_exceptions and not getattr(shell, "_autograd_course_errors", False):
+        return
+    shell.set_custom_exc((NameError, NotImplementedError), _show_error)
+    shell._autograd_course_errors = True
+
+
+_short_errors_in_test_cells()

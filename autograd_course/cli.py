@@ -4,6 +4,7 @@
     autograd-course grade [ASSIGNMENT...] [--jobs N | --scheduler ADDRESS] [--student ID...]
                           [--zip FILE] [--force] [--require-sandbox]
     autograd-course check NOTEBOOK... [--student ID]     a learner's self-check
+    autograd-course validate NOTEBOOK...                 the visible tests, one line each
     autograd-course demo [--assignment A] [--out DIR] [--jobs N]   a dry run, synthetic class
 
 Run it from the course root (or pass ``--course DIR``). Everything follows the course's
@@ -173,26 +174,75 @@ def check_notebook(root: Path, notebook: Path, student: str | None = None):
         raise CourseError(f"{notebook} could not be graded: {exc}") from None
 
 
-def cmd_check(args) -> int:
-    for name in args.notebooks:
+#: What ``check`` says of where the student id came from (:func:`.selfcheck.student_and_origin`).
+STUDENT_ORIGIN = {
+    "given": "given with --student",
+    "path": "read from the notebook's path, submitted/{student}/...",
+    "jupyterhub": "your JupyterHub user name; set it with --student",
+    "user": "your user name; set it with --student",
+}
+
+
+def shown_path(name: str) -> str:
+    """A notebook's path as the learner gave it; an absolute one inside the current folder
+    relative to it."""
+    path = Path(name)
+    if path.is_absolute():
+        try:
+            return str(path.resolve().relative_to(Path.cwd().resolve()))
+        except (ValueError, OSError):
+            return name
+    return name
+
+
+def notebooks_of(names: list[str]) -> list[Path]:
+    """The notebooks named on the command line, each checked to be one."""
+    for name in names:
         notebook = Path(name)
         if not notebook.is_file():
             raise CourseError(f"{notebook}: no such file")
         if notebook.suffix != ".ipynb":
             raise CourseError(f"{notebook}: not a notebook (expected NN_topic.ipynb)")
+    return [Path(name) for name in names]
+
+
+def cmd_check(args) -> int:
+    from autograd_course.grading import selfcheck
+
+    notebooks = notebooks_of(args.notebooks)
     root = Course.load(args.course).root
-    for name in args.notebooks:
-        for rec in check_notebook(root, Path(name).resolve(), args.student):
-            print(f"{rec.assignment}/{rec.notebook}.ipynb (checked as {rec.student})")
+    for name, notebook in zip(args.notebooks, notebooks, strict=True):
+        student, origin = selfcheck.student_and_origin(notebook, args.student)
+        print(safe(shown_path(name)))
+        print(f"  student id: {safe(student)} "
+              f"({STUDENT_ORIGIN[origin].format(student=safe(student))})", flush=True)
+        records = check_notebook(root, notebook.resolve(), args.student)
+        for rec in records:
+            if rec.notebook != notebook.stem:
+                print(f"  {safe(rec.notebook)}.ipynb:")
             for q in rec.questions:
                 mark = "PASS" if q["passed"] else "FAIL"
                 print(f"  {mark} {q['question']}: {q['score'] or 0:g}/{q['points']:g}"
                       + (f"  {safe(q['message'])}" if q["message"] else ""))
             for line in rec.errors:
-                print(f"  your cell {safe(line)}")
+                if line.endswith(": NotImplementedError"):
+                    continue  # the blank template: its question already says "not answered"
+                print(f"  error in {safe(line)}")
             for line in rec.notes + ([rec.failure] if rec.failure else []) + rec.flags:
                 print(f"  note: {safe(line)}")
             print(f"  total: {rec.score:g}/{rec.max_score:g}")
+    return 0
+
+
+def cmd_validate(args) -> int:
+    from autograd_course.grading import selfcheck
+
+    notebooks = notebooks_of(args.notebooks)
+    course = Course.load(args.course)
+    for name, notebook in zip(args.notebooks, notebooks, strict=True):
+        print(safe(shown_path(name)))
+        for line in selfcheck.validate(course, notebook.resolve()):
+            print(f"  {safe(line)}")
     return 0
 
 
@@ -255,6 +305,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="check as this student (default: submitted/ID/... in the path, else "
                         "your user name): the hidden inputs depend on it, as in grading")
     p.set_defaults(run=cmd_check)
+
+    p = commands.add_parser(
+        "validate", help="run the visible tests of notebooks, as nbgrader validate does, and "
+        "say in one line what each failing question needs")
+    p.add_argument("notebooks", nargs="+", metavar="NOTEBOOK",
+                   help="e.g. release/01_gradients/01_gradients.ipynb")
+    p.set_defaults(run=cmd_validate)
 
     p = commands.add_parser("demo", help="grade a synthetic class end to end (a dry run)")
     p.add_argument("--assignment", default="01_gradients", help="default: 01_gradients")

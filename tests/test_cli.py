@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import csv
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -18,9 +20,10 @@ sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
 import liar  # noqa: E402
 
 from autograd_course import cli
-from autograd_course.grading import record
+from autograd_course.grading import record, selfcheck
 from autograd_course.grading.course import Course, Submission
 from autograd_course.grading.release import generate
+from autograd_course.testkit import WRONG_ANSWERS
 from autograd_course.testkit import classes as course
 
 ASSIGNMENT = "01_gradients"
@@ -40,7 +43,7 @@ def test_help_lists_every_command():
     result = run("--help")
     assert result.returncode == 0
     assert "usage: autograd-course" in result.stdout
-    for command in ("release", "grade", "check", "demo"):
+    for command in ("release", "grade", "check", "validate", "demo"):
         assert command in result.stdout
 
 
@@ -198,10 +201,165 @@ def test_check_prints_points_and_messages(root, tmp_path):
     shutil.copy2(root / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", notebook)
     result = run("check", str(notebook), cwd=root)
     assert result.returncode == 0, result.stderr
-    assert "FAIL q1_grad_of_test: 0/2  NotAnswered: the answer cell still raises" in (
+    assert "FAIL q1_partials_test: 0/2  NotAnswered: the answer cell still raises" in (
         result.stdout)
     assert result.stderr == "", "nbgrader's own warnings stay out of a learner's way"
     assert f"total: 0/{FULL:g}" in result.stdout
+
+
+def _notebook(root, answers: dict[str, str]):
+    return course.fill(root / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", answers)
+
+
+def _reference(root) -> dict[str, str]:
+    return course.reference_answers(root / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
+
+
+def test_check_names_each_notebook_as_given_its_student_id_and_failing_cells(root, tmp_path):
+    (tmp_path / "blank").mkdir()
+    nbformat.write(_notebook(root, {}), tmp_path / "blank" / f"{ASSIGNMENT}.ipynb")
+    answers = _reference(root) | {"q1_partials": "1 / 0"}
+    mine = _notebook(root, answers)
+    index = next(i for i, c in enumerate(mine.cells)
+                 if c.metadata.get("nbgrader", {}).get("grade_id") == "q2_leaf_and_grad_fn")
+    mine.cells.insert(index + 1, nbformat.v4.new_code_cell("\nprint(undefined_name)"))
+    (tmp_path / "mine").mkdir()
+    nbformat.write(mine, tmp_path / "mine" / f"{ASSIGNMENT}.ipynb")
+    result = run("--course", str(root), "check", f"blank/{ASSIGNMENT}.ipynb",
+                 str(tmp_path / "mine" / f"{ASSIGNMENT}.ipynb"), cwd=tmp_path,
+                 env={"JUPYTERHUB_USER": "", "LOGNAME": "learner"})
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    blank, mine_at = lines.index(f"blank/{ASSIGNMENT}.ipynb"), lines.index(
+        f"mine/{ASSIGNMENT}.ipynb")  # each its own path, the absolute one relative to here
+    assert f"{ASSIGNMENT}/{ASSIGNMENT}.ipynb" not in result.stdout
+    for at in (blank, mine_at):
+        assert lines[at + 1] == (
+            "  student id: learner (your user name; set it with --student)")
+    assert "checked as" not in result.stdout
+    first, second = lines[blank:mine_at], lines[mine_at:]
+    # the blank answers are "not answered" once, not again as errors of their cells
+    assert not [line for line in first if "error in" in line], first
+    assert ("  error in your answer to question 1 (q1_partials): ZeroDivisionError: "
+            "division by zero") in second
+    assert ("  error in your cell `print(undefined_name)` under question 2: NameError: name "
+            "'undefined_name' is not defined") in second
+    assert "cell cell" not in result.stdout and not re.search(r"\bcell \d", result.stdout)
+
+
+def test_check_says_where_the_student_id_came_from(tmp_path, monkeypatch):
+    notebook = tmp_path / "submitted" / "ada" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    monkeypatch.setenv("JUPYTERHUB_USER", "hub-user")
+    assert selfcheck.student_and_origin(notebook, "zoe") == ("zoe", "given")
+    assert selfcheck.student_and_origin(notebook, None) == ("ada", "path")
+    elsewhere = tmp_path / f"{ASSIGNMENT}.ipynb"
+    assert selfcheck.student_and_origin(elsewhere, None) == ("hub-user", "jupyterhub")
+    monkeypatch.delenv("JUPYTERHUB_USER")
+    monkeypatch.setenv("LOGNAME", "learner")
+    assert selfcheck.student_and_origin(elsewhere, None) == ("learner", "user")
+    for origin, text in cli.STUDENT_ORIGIN.items():
+        assert "--student" in text or origin == "path", origin
+    assert "submitted/ada/" in cli.STUDENT_ORIGIN["path"].format(student="ada")
+
+
+@pytest.fixture(scope="module")
+def checked_course(tmp_path_factory, root):
+    """A small course whose self-check has built its cache (.autograd-course-cache/)."""
+    base = tmp_path_factory.mktemp("copies") / "original"
+    base.mkdir()
+    shutil.copy2(root / "nbgrader_config.py", base)
+    for step in ("source", "release"):
+        shutil.copytree(root / step / ASSIGNMENT, base / step / ASSIGNMENT)
+    checked = run("check", f"release/{ASSIGNMENT}/{ASSIGNMENT}.ipynb", cwd=base)
+    assert checked.returncode == 0, checked.stderr
+    assert len(list((base / selfcheck.CACHE).glob(f"{ASSIGNMENT}-*"))) == 1
+    return base
+
+
+def _empty_gradebook(copy: Path) -> None:  # left half-written, or of another course
+    (cached,) = (copy / selfcheck.CACHE).glob(f"{ASSIGNMENT}-*")
+    (cached / "gradebook.db").write_bytes(b"")
+
+
+def _cache_a_file(copy: Path) -> None:  # a cache that cannot be written
+    shutil.rmtree(copy / selfcheck.CACHE)
+    (copy / selfcheck.CACHE).write_text("not a folder")
+
+
+@pytest.mark.parametrize("damage", [None, _empty_gradebook, _cache_a_file],
+                         ids=["copied", "its-gradebook-lost-the-assignment", "unwritable"])
+def test_check_in_a_copied_course_rebuilds_a_cache_that_is_not_its_own(checked_course, damage):
+    copy = checked_course.parent / f"copy-{damage.__name__ if damage else 'plain'}"
+    shutil.copytree(checked_course, copy, symlinks=True)  # as cp -a does, the cache with it
+    if damage:
+        damage(copy)
+    result = run("check", f"release/{ASSIGNMENT}/{ASSIGNMENT}.ipynb", cwd=copy)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == "" and "Please see" not in result.stdout
+    assert "FAIL q1_partials_test: 0/2  NotAnswered" in result.stdout
+    assert f"total: 0/{FULL:g}" in result.stdout
+    if damage is _cache_a_file:
+        assert (copy / selfcheck.CACHE).read_text() == "not a folder"  # built aside, once
+        return
+    (cached,) = (copy / selfcheck.CACHE).glob(f"{ASSIGNMENT}-*")
+    assert json.loads((cached / selfcheck.STAMP).read_text())["root"] == str(copy.resolve())
+    assert not list((copy / selfcheck.CACHE).glob(".*")), "no build or stale copy left"
+
+
+def test_a_cached_course_that_nbgrader_cannot_use_is_rebuilt_and_the_check_tried_again(
+        checked_course, monkeypatch):
+    copy = checked_course.parent / "copy-trusted"
+    shutil.copytree(checked_course, copy, symlinks=True)
+    _empty_gradebook(copy)
+    built = []
+    real_build = selfcheck._build
+    monkeypatch.setattr(selfcheck, "usable", lambda *args: True)  # it passes every check
+    monkeypatch.setattr(selfcheck, "_build",
+                        lambda *args: built.append(args[0]) or real_build(*args))
+    (rec,) = selfcheck.check(copy, copy / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", "ada")
+    assert len(built) == 1 and rec.student == "ada" and rec.max_score == FULL
+    assert {q["diagnosis"] for q in rec.questions} == {"blank"}
+
+
+def test_a_notebook_nbgrader_cannot_grade_gets_its_reason_not_see_the_traceback():
+    log = ("[INFO] Creating/updating student with ID 'ada': {}\n"
+           "[ERROR] No assignment with ID '01_gradients' exists in the database\n"
+           "[ERROR] There was an error processing assignment: /tmp/x/submitted/ada/01_gradients\n"
+           "[ERROR] Traceback (most recent call last):\n"
+           "    nbgrader.api.MissingEntry: No such assignment: 01_gradients\n"
+           "[ERROR] Please see the the above traceback for details on the specific errors on "
+           "the above failures.\n")
+    error = ("Traceback (most recent call last):\n  ...\nnbgrader.converters.base."
+             "NbGraderException: Please see the the above traceback for details on the "
+             "specific errors on the above failures.\n")
+    assert selfcheck.nbgrader_failure({"log": log, "error": error}) == (
+        "No assignment with ID '01_gradients' exists in the database")
+    assert selfcheck.nbgrader_failure({"error": "ValueError: bad\n"}) == "ValueError: bad"
+    assert "no message" in selfcheck.nbgrader_failure({})
+
+
+def test_validate_says_one_line_per_failing_question(root, tmp_path):
+    q2_wrong = next(w for w in WRONG_ANSWERS[(ASSIGNMENT, "q2_leaf_and_grad_fn")]
+                    if w.diagnosis == ("leaf",) and not w.hidden_only)
+    reference = _reference(root)
+    answers = {"q1_partials": reference["q1_partials"], "q2_leaf_and_grad_fn": q2_wrong.code}
+    nbformat.write(_notebook(root, answers), tmp_path / f"{ASSIGNMENT}.ipynb")
+    result = run("--course", str(root), "validate", f"{ASSIGNMENT}.ipynb", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"{ASSIGNMENT}.ipynb"
+    assert lines[1].startswith("  FAIL q2_leaf_and_grad_fn_test: CheckError: "), lines
+    assert lines[2].startswith("  FAIL q3_retain_grad_test: NotAnswered: "
+                               "leaf_and_intermediate_grads(...) is not answered yet"), lines
+    assert lines[3].startswith("  FAIL q4_predict_grads_test: NotAnswered: `predicted` is not "
+                               "defined yet"), lines
+    assert lines[4:] == ["  3 test cell(s) fail their visible tests"], lines
+    for noise in ("Traceback", "The following cell failed", "run_answer(", "checks.py"):
+        assert noise not in result.stdout, noise
+    nbformat.write(_notebook(root, reference), tmp_path / f"{ASSIGNMENT}.ipynb")
+    passed = run("--course", str(root), "validate", f"{ASSIGNMENT}.ipynb", cwd=tmp_path)
+    assert passed.stdout.splitlines()[1].startswith("  every visible test passes"), passed.stdout
 
 
 @pytest.mark.parametrize(("member", "says"), [

@@ -178,9 +178,9 @@ def test_check_gives_the_verdict_of_grade_for_every_case(graded):
     out = graded["checked"].stdout
     for student in hostile_class.CASES:
         rec = _record(graded["base"], student)
-        header = f"toy/toy.ipynb (checked as {student})"
+        header = f"submitted/{student}/toy/toy.ipynb\n  student id: {student} "
         assert header in out, student
-        block = out.split(header)[1].split("(checked as")[0]
+        block = out.split(header)[1].split("\nsubmitted/")[0]
         for q in rec.questions:
             line = (f"{'PASS' if q['passed'] else 'FAIL'} {q['question']}: "
                     f"{q['score'] or 0:g}/{q['points']:g}")

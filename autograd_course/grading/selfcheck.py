@@ -7,26 +7,42 @@ in a cached folder, keyed by a hash of the source and the config) and copied for
 so a check costs about what ``nbgrader validate`` costs. The hidden inputs are seeded by the
 course's secret and the student's id, as in grading: the same notebook gets the same verdict
 from ``check`` and from ``grade``.
+
+The cache is only ever a shortcut. A prepared course carries a stamp (:data:`STAMP`: the
+fingerprint, the course root it was made for, the package and nbgrader that made it) and is
+used only when its stamp, its config, its notebooks and its gradebook are all what this course
+needs now; anything else (a course folder copied or moved with its cache, a cache of an older
+checkout, a gradebook left half-written) is rebuilt. A check that nbgrader still cannot grade
+with a cached course is tried once more with a freshly built one, and a cache that cannot be
+written is replaced by a private build for the one check.
 """
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import hashlib
+import json
 import os
 import shutil
+import sqlite3
 import stat
 import tempfile
+import time
 import warnings
 from pathlib import Path
 
 from autograd_course import __version__
 from autograd_course.grading import record
-from autograd_course.grading.course import CONFIG_FILE, Course
+from autograd_course.grading.course import CONFIG_FILE, Course, CourseError
 from autograd_course.grading.release import prepare
 from autograd_course.grading.tasks import sqlite_url
 
 CACHE = ".autograd-course-cache"
+#: The file in a prepared course that says what it was made for (see :func:`_stamp`).
+STAMP = "prepared.json"
+#: Seconds after which a ``.building-*`` folder in the cache is an interrupted build's.
+STALE_BUILD_SECONDS = 3600
 
 
 def _fingerprint(course: Course, assignment: str) -> str:
@@ -38,48 +54,170 @@ def _fingerprint(course: Course, assignment: str) -> str:
     return digest.hexdigest()[:16]
 
 
-def prepared_course(course: Course, assignment: str) -> Path:
-    """A course with ``assignment`` released and in its gradebook, built once per version of
-    the assignment and cached (the versions before it are removed)."""
-    cache = course.root / CACHE
-    folder = cache / f"{assignment}-{_fingerprint(course, assignment)}"
-    if (folder / "gradebook.db").is_file():
-        return folder
-    cache.mkdir(exist_ok=True)
-    building = Path(tempfile.mkdtemp(prefix=f".building-{assignment}-", dir=cache))
+def _stamp(course: Course, assignment: str, fingerprint: str) -> dict:
+    """What a prepared course must have been made for to be used: this version of the
+    assignment, this course root (a copied or moved course rebuilds its own), this package
+    and this nbgrader."""
+    import nbgrader
+
+    return {"assignment": assignment, "fingerprint": fingerprint, "root": str(course.root),
+            "package": str(Path(__file__).resolve().parent.parent),
+            "nbgrader": nbgrader.__version__}
+
+
+def _notebook_paths(course: Course, folder: Path, assignment: str) -> list[Path]:
+    """Where ``folder`` (a prepared course) holds the assignment's source and release notebook,
+    laid out as ``course`` lays them out."""
+    paths = []
+    for step in ("source", "release"):
+        where = course.directory(step, ".", assignment) / f"{assignment}.ipynb"
+        try:
+            paths.append(folder / where.relative_to(course.root))
+        except ValueError:  # a step outside the course root: not in a prepared course
+            continue
+    return paths
+
+
+def _gradebook_knows(path: Path, assignment: str) -> bool:
+    """Whether the SQLite gradebook ``path`` opens and holds ``assignment``'s notebook."""
+    if not path.is_file():
+        return False
     try:
-        prepare(building, course, [assignment], db_url=sqlite_url(building))
+        with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro",
+                                                uri=True)) as db:
+            row = db.execute(
+                "SELECT 1 FROM notebook JOIN assignment ON notebook.assignment_id = "
+                "assignment.id WHERE assignment.name = ? AND notebook.name = ?",
+                (assignment, assignment)).fetchone()
+    except sqlite3.Error:
+        return False
+    return row is not None
+
+
+def usable(folder: Path, course: Course, assignment: str, stamp: dict) -> bool:
+    """Whether the prepared course ``folder`` can grade ``assignment`` for ``course`` now: made
+    for it (its stamp), with the course's config, both notebooks and a gradebook that holds the
+    assignment."""
+    try:
+        if json.loads((folder / STAMP).read_text()) != stamp:
+            return False
+        if (folder / CONFIG_FILE).read_bytes() != (course.root / CONFIG_FILE).read_bytes():
+            return False
+        if not all(p.is_file() for p in _notebook_paths(course, folder, assignment)):
+            return False
+    except (OSError, ValueError):
+        return False
+    return _gradebook_knows(folder / "gradebook.db", assignment)
+
+
+def _build(folder: Path, course: Course, assignment: str, stamp: dict) -> Path:
+    """Prepare ``assignment`` in the new folder ``folder`` and stamp it."""
+    prepare(folder, course, [assignment], db_url=sqlite_url(folder))
+    (folder / STAMP).write_text(json.dumps(stamp, indent=1) + "\n")
+    return folder
+
+
+def _remove(path: Path, cache: Path) -> None:
+    """Remove a prepared course: renamed out of the way first (a check that looks for it
+    meanwhile builds its own), then deleted."""
+    try:
+        gone = Path(tempfile.mkdtemp(prefix=".stale-", dir=cache))
+        path.rename(gone / path.name)
+    except OSError:
+        gone = path
+    shutil.rmtree(gone, ignore_errors=True)
+
+
+def _sweep(cache: Path, assignment: str, keep: Path) -> None:
+    """Remove the other versions of ``assignment`` and what interrupted builds left."""
+    for old in cache.glob(f"{assignment}-*"):
+        if old != keep and len(old.name) == len(keep.name):  # an older version
+            shutil.rmtree(old, ignore_errors=True)
+    for old in [*cache.glob(".building-*"), *cache.glob(".stale-*")]:
+        try:
+            if time.time() - old.stat().st_mtime > STALE_BUILD_SECONDS:
+                shutil.rmtree(old, ignore_errors=True)
+        except OSError:
+            continue
+
+
+def prepared_course(course: Course, assignment: str, *, rebuild: bool = False,
+                    scratch: Path | None = None) -> tuple[Path, bool]:
+    """A course with ``assignment`` released and in its gradebook, and whether it was built
+    just now. It is built once per version of the assignment and cached (the versions before
+    it are removed); a cached one that is not :func:`usable` here, or any with ``rebuild``, is
+    built again. Where the cache cannot be written, it is built in ``scratch`` (a folder the
+    caller removes) when given."""
+    cache = course.root / CACHE
+    fingerprint = _fingerprint(course, assignment)
+    stamp = _stamp(course, assignment, fingerprint)
+    folder = cache / f"{assignment}-{fingerprint}"
+    if not rebuild and usable(folder, course, assignment, stamp):
+        return folder, False
+    try:
+        cache.mkdir(exist_ok=True)
+        building = Path(tempfile.mkdtemp(prefix=f".building-{assignment}-", dir=cache))
+    except OSError:  # a read-only course, or a cache of another user: build for this check
+        if scratch is None:
+            raise
+        return _build(Path(tempfile.mkdtemp(prefix="prepared-", dir=scratch)), course,
+                      assignment, stamp), True
+    try:
+        _build(building, course, assignment, stamp)
     except BaseException:
         shutil.rmtree(building, ignore_errors=True)
         raise
+    if folder.exists() or folder.is_symlink():  # the cache's unusable one
+        _remove(folder, cache)
     try:
         building.rename(folder)
-    except OSError:  # another check built it meanwhile
-        shutil.rmtree(building, ignore_errors=True)
-    for old in cache.glob(f"{assignment}-*"):
-        if old != folder and len(old.name) == len(folder.name):  # an older version
-            shutil.rmtree(old, ignore_errors=True)
-    return folder
+    except OSError:  # another check put its own there meanwhile
+        if usable(folder, course, assignment, stamp):
+            shutil.rmtree(building, ignore_errors=True)
+            return folder, True
+        return building, True  # used as it is; swept later
+    _sweep(cache, assignment, folder)
+    return folder, True
+
+
+def student_and_origin(notebook: Path, student: str | None) -> tuple[str, str]:
+    """The student a notebook is checked as, and where that id came from: "given" (by the
+    caller, ``--student``), "path" (read from submitted/STUDENT/...), "jupyterhub" (the
+    JupyterHub user, as nbgrader takes it) or "user" (the OS account)."""
+    if student:
+        return student, "given"
+    parts = Path(notebook).resolve().parts
+    if "submitted" in parts and len(parts) - parts.index("submitted") >= 4:
+        return parts[parts.index("submitted") + 1], "path"
+    if os.environ.get("JUPYTERHUB_USER"):
+        return os.environ["JUPYTERHUB_USER"], "jupyterhub"
+    return getpass.getuser(), "user"
 
 
 def student_of(notebook: Path, student: str | None) -> str:
     """The student a notebook is checked as: given, or read from submitted/STUDENT/..., or
     the user's name (as nbgrader takes it: JUPYTERHUB_USER, else the OS account)."""
-    if student:
-        return student
-    parts = notebook.resolve().parts
-    if "submitted" in parts and len(parts) - parts.index("submitted") >= 4:
-        return parts[parts.index("submitted") + 1]
-    return os.environ.get("JUPYTERHUB_USER") or getpass.getuser()
+    return student_and_origin(notebook, student)[0]
+
+
+def nbgrader_failure(result: dict) -> str:
+    """Why nbgrader's API could not grade, in one line: its first specific error, not its
+    closing "Please see the above traceback"."""
+    generic = ("There was an error processing", "Please see the", "Traceback")
+    log = record.strip_ansi(result.get("log") or "")
+    for line in log.splitlines():
+        if line.startswith("[ERROR]"):
+            text = line.removeprefix("[ERROR]").strip()
+            if text and not text.startswith(generic):
+                return text
+    lines = [line.strip() for line in record.strip_ansi(result.get("error") or "").splitlines()
+             if line.strip() and "Please see the" not in line]
+    return lines[-1] if lines else "nbgrader could not grade it (no message)"
 
 
 def check(root: Path, notebook: Path, student: str | None = None) -> list[record.GradeRecord]:
     """Grade ``notebook`` (an assignment's notebook, named as in source/) alone."""
-    from nbgrader.apps import NbGraderAPI
-
     warnings.filterwarnings("ignore", module="nbgrader")  # SQLAlchemy's notes on nbgrader's API
-
-    from nbgrader.coursedir import CourseDirectory
 
     course = Course.load(root)
     notebook = Path(notebook).resolve()
@@ -87,31 +225,123 @@ def check(root: Path, notebook: Path, student: str | None = None) -> list[record
     if not record.NAME.match(student):
         raise RuntimeError(f"{student!r} is not a student id (letters, digits and . _ @ + -): "
                            "give one with --student")
-    cached = prepared_course(course, assignment)
     with tempfile.TemporaryDirectory(prefix="autograd-course-check-") as tmp:
-        work = Path(tmp) / "course"
-        shutil.copytree(cached, work)
-        folder = work / "submitted" / student / assignment
-        folder.mkdir(parents=True)
-        limit = int(CourseDirectory(config=course.config).max_file_size) * 1000
-        for path in notebook.parent.iterdir():  # the notebook, and the files beside it
-            if path == notebook or (path.suffix != ".ipynb" and stat.S_ISREG(
-                    path.lstat().st_mode) and path.lstat().st_size <= limit):
-                shutil.copyfile(path, folder / path.name)
-        # A private SQLite gradebook: never the class's own, whatever the config names.
-        private = {"db_url": sqlite_url(work)}
-        checking = Course.load(work, CourseDirectory=private,
-                               JudgedExecute={"secret": course.secret(),
-                                              "hide_paths": [str(course.root)]})
-        cwd = os.getcwd()
-        os.chdir(work)
+        scratch = Path(tmp)
+        problem = ""
+        for attempt, rebuild in enumerate((False, True)):
+            try:
+                cached, built = prepared_course(course, assignment, rebuild=rebuild,
+                                                scratch=scratch)
+                found, problem = _grade(course, cached, scratch / f"course-{attempt}",
+                                        notebook, assignment, student)
+            except (OSError, shutil.Error, CourseError) as exc:  # a cached course that
+                found, built = None, False  # vanished meanwhile, or is not one any more
+                problem = f"{type(exc).__name__}: {exc}"
+            if found:
+                return found
+            if built:  # a fresh build did not help: a second one would not either
+                break
+        raise RuntimeError(problem)
+
+
+def _grade(course: Course, cached: Path, work: Path, notebook: Path, assignment: str,
+           student: str) -> tuple[list[record.GradeRecord] | None, str]:
+    """Autograde ``notebook`` in ``work``, a copy of the prepared course ``cached``; return its
+    grade records, or None and why nbgrader could not grade it."""
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+
+    shutil.copytree(cached, work)
+    folder = work / "submitted" / student / assignment
+    folder.mkdir(parents=True)
+    limit = int(CourseDirectory(config=course.config).max_file_size) * 1000
+    for path in notebook.parent.iterdir():  # the notebook, and the files beside it
+        if path == notebook or (path.suffix != ".ipynb" and stat.S_ISREG(
+                path.lstat().st_mode) and path.lstat().st_size <= limit):
+            shutil.copyfile(path, folder / path.name)
+    # A private SQLite gradebook: never the class's own, whatever the config names.
+    private = {"db_url": sqlite_url(work)}
+    checking = Course.load(work, CourseDirectory=private,
+                           JudgedExecute={"secret": course.secret(),
+                                          "hide_paths": [str(course.root)]})
+    with contextlib.chdir(work):
+        result = NbGraderAPI(config=checking.config).autograde(assignment, student,
+                                                               force=True, create=True)
+    found, _ = record.store(work).read(assignment, student)
+    if result.get("success") and found:
+        return found, ""
+    return None, nbgrader_failure(result)
+
+
+# -- validate: the visible tests, one line per question ------------------------------------
+def _first_line(source: str) -> str:
+    return record.shorten(next((line for line in source.splitlines() if line.strip()), ""), 50)
+
+
+@contextlib.contextmanager
+def _stderr_kept(into: Path):
+    """Send what is written to file descriptor 2 (the kernel's log lines, nbgrader's) to the
+    file ``into`` for the block."""
+    import sys
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(into, "wb") as sink:
+            os.dup2(sink.fileno(), 2)
+            yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def validate(course: Course, notebook: Path) -> list[str]:
+    """Run ``notebook``'s visible tests as ``nbgrader validate`` does (nbgrader's Validator,
+    with the course's config: every cell in a kernel of its own, the test cells too) and say
+    in one line each what fails: a test cell by its grade id and its error's last line (a
+    question not answered yet reads "not answered", see :class:`.checks.NotAnswered`), instead
+    of nbgrader's printing of each failing cell's source and whole traceback."""
+    import nbformat
+    from nbgrader.validator import Validator
+
+    warnings.filterwarnings("ignore", module="nbgrader")
+    notebook = Path(notebook).resolve()
+    names = {}
+    for cell in nbformat.read(notebook, as_version=4).cells:
+        meta = cell.metadata.get("nbgrader", {}) if isinstance(cell.metadata, dict) else {}
+        if isinstance(meta, dict) and isinstance(meta.get("grade_id"), str):
+            names.setdefault(cell.source.strip(), meta["grade_id"])
+
+    def name_of(source: str) -> str:
+        return names.get(source.strip()) or f"the cell `{_first_line(source)}`"
+
+    with tempfile.TemporaryDirectory(prefix="autograd-course-validate-") as tmp:
+        log = Path(tmp) / "stderr"
         try:
-            result = NbGraderAPI(config=checking.config).autograde(assignment, student,
-                                                                   force=True, create=True)
-        finally:
-            os.chdir(cwd)
-        found, _ = record.store(work).read(assignment, student)
-        if not result.get("success") or not found:
-            lines = (result.get("error") or result.get("log") or "").strip().splitlines()
-            raise RuntimeError(lines[-1] if lines else "nbgrader could not grade it")
-        return found
+            with _stderr_kept(log):
+                results = Validator(config=course.config).validate(str(notebook))
+        except Exception as exc:  # noqa: BLE001 - nbgrader could not run it: say why
+            tail = " / ".join(log.read_text(errors="replace").strip().splitlines()[-3:])
+            return [f"could not be validated: {type(exc).__name__}: "
+                    f"{record.shorten(str(exc), 300)}" + (f" ({tail[-300:]})" if tail else "")]
+    lines = []
+    for cell in results.get("type_changed", []):
+        lines.append(f"CHANGED {name_of(cell['source'])} is now a {cell['old_type']} cell: "
+                     f"change it back to a {cell['new_type']} cell (nothing else was run)")
+    for cell in results.get("changed", []):
+        lines.append(f"CHANGED {name_of(cell['source'])}: this locked cell was edited. Grading "
+                     "uses the original, so undo the change (Edit > Undo, or copy it from "
+                     "release/) before you trust these results")
+    failed = results.get("failed", [])
+    for cell in failed:
+        error = [line.strip() for line in record.strip_ansi(cell["raw_error"]).splitlines()
+                 if line.strip()]
+        lines.append(f"FAIL {name_of(cell['source'])}: "
+                     f"{record.shorten(error[-1] if error else 'failed', 300)}")
+    if not lines:
+        lines.append("every visible test passes; the hidden tests run when it is graded "
+                     f"(or with: autograd-course check {notebook.name})")
+    elif failed:
+        lines.append(f"{len(failed)} test cell(s) fail their visible tests")
+    return lines

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 
 from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
@@ -105,14 +106,29 @@ def _bounded(items: list[str], kind: str) -> list[str]:
 
 
 def _cell_errors(nb: NotebookNode) -> list[str]:
-    """The errors the student's own cells raised: "cell: Type: message", cut short."""
+    """The errors the student's own cells raised: "where: Type: message", cut short. A cell is
+    named as a learner finds it in JupyterLab (which shows no cell numbers): an answer by its
+    question ("your answer to question 2 (q2_...)"), another cell by its first line and the
+    question it follows ("your cell `print(t)` under question 2")."""
     errors = []
-    for index, cell in enumerate(nb.cells):
+    question = ""
+    for cell in nb.cells:
+        cell_id = grade_id(cell)
+        number = re.search(r"(?:^|_)q(\d+)(?:_|$)", cell_id or "")
+        if number:
+            question = f"question {int(number.group(1))}"
         if cell_role(cell) != "answer":
             continue
         for output in cell.get("outputs", []):
             if output.output_type == "error":
-                where = grade_id(cell) or f"cell {index + 1}"
+                if cell_id:
+                    where = (f"your answer to {question} ({cell_id})" if number
+                             else f"your answer {cell_id}")
+                else:
+                    first = next((line for line in cell.source.splitlines() if line.strip()),
+                                 "")
+                    where = f"your cell `{record.shorten(first, 40)}`" + (
+                        f" under {question}" if question else "")
                 errors.append(f"{where}: {record.shorten(_error_text(output), 200)}")
     return errors
 
