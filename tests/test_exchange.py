@@ -60,7 +60,7 @@ def loop(tmp_path_factory, root):
     nbgrader(course, exchange, "release_assignment", ASSIGNMENT)
     answers = {"ada": classes.reference_answers(root / "source" / ASSIGNMENT
                                                 / f"{ASSIGNMENT}.ipynb"),
-               "blaise": {"q1_grad_of": "def grad_of(f, values):\n    return -2 * values"}}
+               "blaise": {"q1_partials": "def partials(f, x, y):\n    return -y, -x"}}
     homes = {}
     for student, chosen in answers.items():
         home = base / f"home-{student}"

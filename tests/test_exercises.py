@@ -25,6 +25,7 @@ import nbformat
 import numpy as np
 import pytest
 import torch
+from support import nearcopy
 from support.inprocess import run_judged, run_local
 from support.units import UNITS
 
@@ -219,6 +220,98 @@ def test_wrong_answer_is_diagnosed(unit, qid, answer):
         assert visible.error is not None, "the visible checks catch this mistake"
 
 
+def prompt_of(unit: str, qid: str) -> str:
+    """The text of question ``qid``: the markdown cells between its solution cell and the
+    previous question's test cell."""
+    cells, text = load(unit).cells, []
+    at = next(i for i, c in enumerate(cells) if nbgrader_meta(c).get("grade_id") == qid)
+    for cell in reversed(cells[:at]):
+        if nbgrader_meta(cell).get("grade") or nbgrader_meta(cell).get("solution"):
+            break
+        if cell.cell_type == "markdown":
+            text.insert(0, cell.source)
+    return "\n".join(text)
+
+
+def visible_part(unit: str, qid: str) -> str:
+    test = next(c for c in load(unit).cells if nbgrader_meta(c).get("grade_id") == f"{qid}_test")
+    return test.source.split(HIDDEN)[0]
+
+
+@pytest.mark.parametrize(("unit", "qid"), ALL_QUESTIONS, ids=[f"{u}-{q}" for u, q in ALL_QUESTIONS])
+def test_every_rule_a_prompt_states_is_paired_with_a_visible_check(unit, qid):
+    """Each catalogue answer that breaks a rule quotes the rule from the prompt, and (by
+    test_wrong_answer_is_diagnosed) fails the visible checks; only predictions, hard-coded
+    answers and gaming pass them. A question that asks for code pairs one rule at least."""
+    prompt = " ".join(prompt_of(unit, qid).split())
+    answers = WRONG_ANSWERS[(unit, qid)]
+    format_only = "format_only=True" in visible_part(unit, qid)
+    for answer in answers:
+        if answer.breaks:
+            assert not answer.hidden_only, f"{answer.label}: it breaks a stated rule"
+            assert " ".join(answer.breaks.split()) in prompt, (answer.label, answer.breaks)
+        if answer.hidden_only == "prediction":
+            assert format_only, f"{answer.label}: only a prediction's value is hidden"
+    if not format_only:
+        assert any(a.breaks for a in answers), f"{qid}: no answer quotes a rule it breaks"
+
+
+@pytest.mark.parametrize("unit", UNITS)
+def test_assignments_carry_the_kernels_language_info(unit):
+    """JupyterLab fills in a notebook's language_info from the kernel and marks the notebook
+    modified if it changed: an assignment carries what the lessons' kernel wrote."""
+    lesson = nbformat.read(ROOT / "notebooks" / f"{unit}.ipynb", as_version=4)
+    for notebook in (load(unit), nbformat.read(release_path(unit), as_version=4)):
+        assert notebook.metadata.language_info == lesson.metadata.language_info
+        assert notebook.metadata.kernelspec == lesson.metadata.kernelspec
+
+
+def lesson_code_cells(unit: str) -> list[str]:
+    lesson = nbformat.read(ROOT / "notebooks" / f"{unit}.ipynb", as_version=4)
+    return [c.source for c in lesson.cells if c.cell_type == "code"]
+
+
+@pytest.mark.parametrize(("unit", "qid"), ALL_QUESTIONS, ids=[f"{u}-{q}" for u, q in ALL_QUESTIONS])
+def test_no_reference_solution_is_a_near_copy_of_a_lesson_cell(unit, qid):
+    """A question applies the lesson to a case it did not show: typing a lesson cell in
+    again does not answer it."""
+    cell = next(c for c in load(unit).cells if nbgrader_meta(c).get("grade_id") == qid)
+    if len(nearcopy.tokens(nearcopy.solution_code(cell.source))) < nearcopy.SHORTEST:
+        return  # a one-line fix: too short for any comparison to mean something
+    share, at = nearcopy.near_copy_share(cell.source, lesson_code_cells(unit))
+    assert share < nearcopy.THRESHOLD, f"{qid}: {share:.0%} of it is lesson code cell {at}"
+
+
+def test_the_near_copy_test_finds_a_copy_renamed_and_commented():
+    """The detector flags the lesson's own walk, renamed, commented and in a solution
+    cell, and tells a short answer's scattered tokens apart from a copy."""
+    lesson = lesson_code_cells("07_engine")
+    walk = next(c for c in lesson if c.startswith("def topological_order"))
+    body = walk.split("\n\n\nprint(")[0].replace("visited", "seen").replace("order", "nodes")
+    copy = body.replace('    """', '    ### BEGIN SOLUTION\n    # my own walk\n    """', 1)
+    copy += "\n    ### END SOLUTION"
+    assert nearcopy.near_copy_share(copy, lesson)[0] >= nearcopy.THRESHOLD
+    # 08 Q2's few tokens are all in a long lesson cell, in order but far apart: the stretch
+    # tells that apart from a copy
+    freeze = next(c for c in load("08_training").cells
+                  if nbgrader_meta(c).get("grade_id") == "q2_freeze").source
+    solution = nearcopy.tokens(nearcopy.solution_code(freeze))
+    lesson = lesson_code_cells("08_training")
+    assert max(nearcopy.share_in_order(solution, nearcopy.tokens(c)) for c in lesson) >= (
+        nearcopy.THRESHOLD)
+    assert nearcopy.near_copy_share(freeze, lesson)[0] < nearcopy.THRESHOLD
+
+
+def test_no_visible_test_imports_the_grader():
+    """The visible part of a test cell runs in the learner's kernel, which has no grader
+    (autograd_course.grading is not in the sandbox): only hidden parts may import it."""
+    for unit in UNITS:
+        for cell in load(unit).cells:
+            if nbgrader_meta(cell).get("grade"):
+                assert "autograd_course.grading" not in cell.source.split(HIDDEN)[0], (
+                    unit, nbgrader_meta(cell)["grade_id"])
+
+
 @pytest.mark.parametrize(("unit", "qid"), ALL_QUESTIONS, ids=[f"{u}-{q}" for u, q in ALL_QUESTIONS])
 def test_every_question_has_hints_of_two_levels_at_least(unit, qid, capsys):
     number = qid.split("_")[0]
@@ -389,6 +482,95 @@ def test_a_failing_check_in_a_real_kernel_shows_the_diagnosis_alone(root):
     (error,) = [o for o in nb.cells[0].outputs if o.output_type == "error"]
     assert len(error.traceback) == 1, error.traceback  # no frames of checks.py
     assert "x.grad is twice the right gradient" in error.traceback[0]
+
+
+def _stub(*args):
+    raise NotImplementedError()  # the template's blank answer
+
+
+def test_a_blank_answer_is_not_answered_in_one_line_not_a_traceback():
+    error = diagnosis_of(checks.run_answer, _stub, torch.ones(2), name="grad_of(...)")
+    assert isinstance(error, checks.NotAnswered) and error.diagnosis == "blank"
+    assert "grad_of(...) is not answered yet" in str(error)
+    assert "raise NotImplementedError()" in str(error)
+    (line,) = error._render_traceback_()
+    assert "NotAnswered" in line and str(error) in line
+    error = diagnosis_of(checks.in_kernel, _stub, 1.0, name="a + b with its local rule")
+    assert isinstance(error, checks.NotAnswered) and "a + b with its local rule" in str(error)
+
+
+def test_a_not_implemented_error_with_a_message_is_not_a_blank_answer():
+    def unsupported():
+        raise NotImplementedError("Could not run 'aten::foo' with arguments from the Meta backend")
+
+    for call in (checks.run_answer, checks.in_kernel):
+        with pytest.raises(NotImplementedError, match="aten::foo"):
+            call(unsupported)
+
+
+KERNEL_CELLS = {
+    "imports": "import torch\nfrom autograd_course.checks import (in_kernel, run_answer, "
+               "check_tuple, visible_checks_passed)",
+    "stub": "def grad_of(x):\n    # YOUR CODE HERE\n    raise NotImplementedError()",
+    "via run_answer": "run_answer(grad_of, torch.ones(2))\nvisible_checks_passed('q1')",
+    "via in_kernel": "def probe(f):\n    return f(torch.ones(2))\n\n"
+                     "in_kernel(probe, grad_of)\nvisible_checks_passed('q1')",
+    "called directly": "grad_of(torch.ones(2))\nvisible_checks_passed('q1')",
+    "name not defined": "check_tuple(predicted, 2, name='predicted')\n"
+                        "visible_checks_passed('q2', format_only=True)",
+    "the learner's own cell": "print(predicted)",
+    "the learner's own bug": "def mine(x):\n    return undefined_helper(x)",
+    "a test meets that bug": "run_answer(mine, torch.ones(2))\nvisible_checks_passed('q3')",
+}
+
+
+def test_an_unanswered_question_shows_one_line_in_a_real_kernel(root):
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)
+                                         for source in KERNEL_CELLS.values()])
+    NotebookClient(nb, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(root)}}).execute()
+    errors = {}
+    for label, cell in zip(KERNEL_CELLS, nb.cells, strict=True):
+        found = [o for o in cell.outputs if o.output_type == "error"]
+        if found:
+            errors[label] = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in found[0].traceback]
+    for label in ("via run_answer", "via in_kernel", "called directly", "name not defined"):
+        assert len(errors[label]) == 1, (label, errors[label])  # no frames of checks.py
+        assert errors[label][0].startswith("NotAnswered: "), errors[label]
+    assert "grad_of(...) is not answered yet" in errors["via run_answer"][0]
+    assert "raise NotImplementedError()" in errors["called directly"][0]
+    assert "`predicted` is not defined yet" in errors["name not defined"][0]
+    # the learner's own cells, and a bug inside their own function, keep their tracebacks
+    assert len(errors["the learner's own cell"]) > 1
+    assert len(errors["a test meets that bug"]) > 1
+    assert "undefined_helper" in "\n".join(errors["a test meets that bug"])
+
+
+class AddBackward0:  # a grad_fn's class: a name that starts with a vowel
+    pass
+
+
+@pytest.mark.parametrize("check", [
+    lambda v: checks.check_equal(v, "AddBackward0", name="grad_fn name"),
+    lambda v: checks.check_tensor(v, torch.ones(1), name="x.grad"),
+    lambda v: checks.check_number(v, 1.0, name="slope"),
+    lambda v: checks.check_number_format(v, name="slope"),
+    lambda v: checks.check_bool_format(v, name="is_leaf"),
+    lambda v: checks.check_tuple(v, 2, name="answer"),
+    lambda v: checks.check_shape(v, (1,), name="x"),
+    lambda v: checks.check_grad_fn_name(v, torch.ones(1), name="grad_fn name"),
+    lambda v: checks.check_prediction_format(v, name="prediction"),
+    lambda v: checks.run_answer(v, name="f(...)"),
+], ids=["check_equal", "check_tensor", "check_number", "check_number_format",
+        "check_bool_format", "check_tuple", "check_shape", "check_grad_fn_name",
+        "check_prediction_format", "run_answer"])
+def test_a_wrong_type_message_reads_right_for_any_type_name(check):
+    for value in (AddBackward0(), object(), np.zeros(1)):
+        message = str(diagnosis_of(check, value))
+        assert not re.search(r"\ban? (?:AddBackward0|object|ndarray)\b", message), message
+        assert f"its type is {type(value).__name__}" in message, message
 
 
 def test_reveal_shows_values_only_when_asked():

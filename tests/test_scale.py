@@ -252,9 +252,9 @@ def test_a_killed_run_resumes_without_regrading_and_manual_grades_survive(refere
 
     # a teacher grades by hand in formgrader, then a student's submission changes
     with Course.load(course).gradebook() as gb:
-        grade_row = gb.find_grade("q1_grad_of_test", ASSIGNMENT, ASSIGNMENT, "student001")
+        grade_row = gb.find_grade("q1_partials_test", ASSIGNMENT, ASSIGNMENT, "student001")
         grade_row.manual_score, grade_row.extra_credit = 1.5, 0.5
-        gb.find_comment("q1_grad_of", ASSIGNMENT, ASSIGNMENT,
+        gb.find_comment("q1_partials", ASSIGNMENT, ASSIGNMENT,
                         "student001").manual_comment = "see me"
         gb.db.commit()
     changed = course / "submitted" / "student003" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
@@ -270,8 +270,8 @@ def test_a_killed_run_resumes_without_regrading_and_manual_grades_survive(refere
     forced = grade(course, "--force", "--student", "student001")  # unchanged: graded again
     assert "1 submissions graded" in forced.stdout
     with Course.load(course).gradebook() as gb:
-        grade_row = gb.find_grade("q1_grad_of_test", ASSIGNMENT, ASSIGNMENT, "student001")
+        grade_row = gb.find_grade("q1_partials_test", ASSIGNMENT, ASSIGNMENT, "student001")
         assert (grade_row.manual_score, grade_row.extra_credit) == (1.5, 0.5)
         assert grade_row.auto_score == 2.0 and grade_row.needs_manual_grade
-        assert gb.find_comment("q1_grad_of", ASSIGNMENT, ASSIGNMENT,
+        assert gb.find_comment("q1_partials", ASSIGNMENT, ASSIGNMENT,
                                "student001").manual_comment == "see me"

@@ -58,8 +58,8 @@ import autograd_course
 
 NOBODY = 65534
 #: What of this package a grading kernel sees: everything else in it is the grader's.
-KERNEL_SIDE = ("__init__.py", "agent.py", "wire.py", "checks.py", "hints", "lessons.py",
-               "graphs.py", "plots.py", "memory.py", "streams.py")
+KERNEL_SIDE = ("__init__.py", "agent.py", "wire.py", "checks.py", "answer_forms.py", "hints",
+               "lessons.py", "graphs.py", "plots.py", "memory.py", "streams.py")
 PACKAGE = Path(autograd_course.__file__).resolve().parent
 #: The system's programs and libraries, read-only (a link, as in merged-/usr systems, is made
 #: as the same link).

@@ -2,11 +2,12 @@
 
 HINTS: dict[str, tuple[str, ...]] = {
     "q1": (
-        "The lesson's section 'The derivative of any function, at any values' does exactly "
-        'this, for torch.exp.',
-        'Make your own leaf: x = values.detach().clone().requires_grad_(True). Then '
-        "f(x).sum().backward() and return x.grad. The sum keeps each value's derivative "
-        'separate.',
+        "The lesson's section 'The derivative of any function, at any values' does this for "
+        "one input and torch.exp. Here backward() must fill the .grad of two tensors: both "
+        "must be leaves that require grad, and neither may be the caller's.",
+        "Make two leaves: x = x.detach().clone().requires_grad_(True), and the same for y. "
+        "Then f(x, y).sum().backward() once, and return x.grad, y.grad. The sum keeps each "
+        "pair's derivatives separate.",
     ),
     "q2": (
         'A tensor is a leaf when no recorded operation made it: look at t.is_leaf. Its '

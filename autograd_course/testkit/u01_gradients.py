@@ -4,68 +4,94 @@ from __future__ import annotations
 
 from autograd_course.testkit.answers import Wrong, function, wrong
 
-_GRAD_OF = "def grad_of(f, values):"
+_PARTIALS = "def partials(f, x, y):"
 _LEAF_FN = "def leaf_and_grad_fn(t):"
 _RETAIN = "def leaf_and_intermediate_grads(values):"
 _STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
 
 
 WRONG: dict[str, list[Wrong]] = {
-    "q1_grad_of": [
+    "q1_partials": [
         wrong(
             "no backward()",
-            function(_GRAD_OF, """
-                x = values.detach().clone().requires_grad_(True)
-                f(x).sum()
-                return x.grad
+            function(_PARTIALS, """
+                x = x.detach().clone().requires_grad_(True)
+                y = y.detach().clone().requires_grad_(True)
+                f(x, y).sum()
+                return x.grad, y.grad
                 """),
             "none",
             ["None", "backward"],
+            breaks='computed by autograd',
         ),
         wrong(
-            "backward twice",
-            function(_GRAD_OF, """
-                x = values.detach().clone().requires_grad_(True)
-                y = f(x).sum()
-                y.backward(retain_graph=True)
-                y.backward()
-                return x.grad
+            "only x made a leaf that requires grad",
+            function(_PARTIALS, """
+                x = x.detach().clone().requires_grad_(True)
+                f(x, y).sum().backward()
+                return x.grad, y.grad
+                """),
+            "none",
+            ["None"],
+        ),
+        wrong(
+            "backward once per input",
+            function(_PARTIALS, """
+                x = x.detach().clone().requires_grad_(True)
+                y = y.detach().clone().requires_grad_(True)
+                out = f(x, y).sum()
+                out.backward(retain_graph=True)
+                out.backward()
+                return x.grad, y.grad
                 """),
             "accumulated",
             ["twice", "backward() calls"],
         ),
         wrong(
+            "the partial derivatives swapped",
+            function(_PARTIALS, """
+                x = x.detach().clone().requires_grad_(True)
+                y = y.detach().clone().requires_grad_(True)
+                f(x, y).sum().backward()
+                return y.grad, x.grad
+                """),
+            "swapped",
+            ["other input"],
+            breaks='returned as a pair of tensors `(df_dx, df_dy)`',
+        ),
+        wrong(
             ".grad of a non-leaf",
-            function(_GRAD_OF, """
-                x = values.detach().clone().requires_grad_(True)
-                y = x * 1.0
-                f(y).sum().backward()
-                return y.grad
+            function(_PARTIALS, """
+                x = x.detach().clone().requires_grad_(True)
+                y = y.detach().clone().requires_grad_(True)
+                u, v = x * 1.0, y * 1.0
+                f(u, v).sum().backward()
+                return u.grad, v.grad
                 """),
             "leaf",
             ["non-leaf", "retain_grad"],
         ),
-        wrong("wrong sign", function(_GRAD_OF, "return -2 * values"), "sign", ["sign"]),
         wrong(
-            "hard-coded 2x",
-            function(_GRAD_OF, "return 2 * values"),
+            "hard-coded for x*y + y*y",
+            function(_PARTIALS, "return y.clone(), x + 2 * y"),
             "values",
             ["hidden test"],
-            hidden_only=True,
+            hidden_only="hard-coded",
         ),
         wrong(
-            "switches requires_grad on for the caller's tensor",
-            function(_GRAD_OF, """
-                values.requires_grad_(True)
-                f(values).sum().backward()
-                return values.grad
+            "switches requires_grad on for the caller's tensors",
+            function(_PARTIALS, """
+                x.requires_grad_(True)
+                y.requires_grad_(True)
+                f(x, y).sum().backward()
+                return x.grad, y.grad
                 """),
             "changed_input",
-            ["twice the derivative", "caller's tensor", "copy"],
-            hidden_only=True,
+            ["twice the derivative", "caller's tensors", "copies"],
             not_says=["no_grad"],
+            breaks="Leave the caller's tensors `x` and `y` unchanged",
         ),
-        wrong("blank", function(_GRAD_OF, _STUB), "blank", ["NotImplementedError"]),
+        wrong("blank", function(_PARTIALS, _STUB), "blank", ["NotImplementedError"]),
     ],
     "q2_leaf_and_grad_fn": [
         wrong(
@@ -82,6 +108,7 @@ WRONG: dict[str, list[Wrong]] = {
             function(_LEAF_FN, "return t.is_leaf, None if t.grad_fn is None else str(t.grad_fn)"),
             "type",
             ["class name", "memory address"],
+            breaks='the **class name** of `t.grad_fn` as a string',
         ),
         wrong(
             "the grad_fn object",
@@ -96,9 +123,10 @@ WRONG: dict[str, list[Wrong]] = {
             ),
             "values",
             ["grad_fn"],
-            hidden_only=True,
+            hidden_only="hard-coded",
         ),
-        wrong("not a pair", function(_LEAF_FN, "return t.is_leaf"), "type", ["tuple"]),
+        wrong("not a pair", function(_LEAF_FN, "return t.is_leaf"), "type", ["tuple"],
+              breaks='returns a pair `(is_leaf, grad_fn_name)`'),
     ],
     "q3_retain_grad": [
         wrong(
@@ -125,12 +153,13 @@ WRONG: dict[str, list[Wrong]] = {
                 """),
             "accumulated",
             ["twice"],
+            breaks='**once**',
         ),
         wrong(
             "hard-coded demo answers",
             function(_RETAIN, "return torch.tensor([2.0, 4.0, 6.0]), torch.ones(3)"),
             ("values", "shape", "fraction", "accumulated", "sign"),
-            hidden_only=True,
+            hidden_only="hard-coded",
         ),
     ],
     "q4_predict_grads": [
@@ -139,21 +168,21 @@ WRONG: dict[str, list[Wrong]] = {
             "predicted = (torch.tensor([2.0, 4.0, 6.0]), None)",
             "missing_factor",
             ["factor 3"],
-            hidden_only=True,
+            hidden_only="prediction",
         ),
         wrong(
             "t2.grad kept",
             "predicted = (torch.tensor([6.0, 12.0, 18.0]), torch.tensor([3.0, 3.0, 3.0]))",
             "values",
             ["not a leaf", "retain_grad"],
-            hidden_only=True,
+            hidden_only="prediction",
         ),
         wrong(
             "no gradient for t1",
             "predicted = (None, None)",
             "none",
             ["None"],
-            hidden_only=True,
+            hidden_only="prediction",
         ),
         wrong(
             "integers",

@@ -32,6 +32,7 @@ WRONG: dict[str, list[Wrong]] = {
             function(_HAND, "return 2 * (X.T @ (X @ w - t))"),
             "sum_not_mean",
             ["mean", "divide"],
+            breaks='the **mean** squared error',
         ),
         wrong(
             "forgot the transpose",
@@ -48,6 +49,7 @@ WRONG: dict[str, list[Wrong]] = {
                 """),
             "autograd",
             ["by hand", "no_grad"],
+            breaks='**by the\nchain rule, without autograd**',
         ),
         wrong(
             "hard-coded demo answer",
@@ -77,6 +79,7 @@ WRONG: dict[str, list[Wrong]] = {
                 """),
             "accumulated",
             ["twice", "backward() calls"],
+            breaks='with one\n`backward()` call',
         ),
         wrong(
             "returns the leaves",
@@ -98,6 +101,7 @@ WRONG: dict[str, list[Wrong]] = {
                 """),
             "changed_input",
             ["twice the gradient", "caller's b.grad"],
+            breaks="leave the caller's tensors unchanged",
         ),
     ],
     "q3_predict_three_weights": [
@@ -106,14 +110,14 @@ WRONG: dict[str, list[Wrong]] = {
             "predicted_grad = torch.tensor([-6.0, -2.0, -8.0])",
             "sign",
             ["sign"],
-            hidden_only=True,
+            hidden_only="prediction",
         ),
         wrong(
             "twice the error",
             "predicted_grad = torch.tensor([12.0, 4.0, 16.0])",
             "factor",
             ["twice", "factor"],
-            hidden_only=True,
+            hidden_only="prediction",
             not_says=_BACKWARD_STORY,
         ),
         wrong(
@@ -135,7 +139,7 @@ WRONG: dict[str, list[Wrong]] = {
             "predicted_grad = torch.tensor([-12.0, -4.0, -16.0])",
             "demo_target",
             ["demo's target"],
-            hidden_only=True,
+            hidden_only="prediction",
         ),
         wrong("left blank", _STUB, "blank", ["NotImplementedError"]),
     ],
@@ -159,6 +163,7 @@ WRONG: dict[str, list[Wrong]] = {
                 """),
             "ignored_v",
             ["vector of ones", "backward(v)"],
+            breaks="`y.backward(v)` computes the vector-Jacobian product",
         ),
         wrong(
             "backward twice",

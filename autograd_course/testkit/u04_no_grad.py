@@ -25,7 +25,7 @@ WRONG: dict[str, list[Wrong]] = {
     "q1_evaluate": [
         # the kernel reports the graph (a note in the judge); the memory it keeps is measured
         wrong("records a graph", function(_EVAL, f"return {_FORWARD}"), "memory",
-              ["MiB", "no_grad"]),
+              ["MiB", "no_grad"], breaks='**without recording a computation graph**'),
         # ballast allocated beforehand and freed during the call offsets what the graph keeps;
         # the graph is still measured when the kernel lets go of the result
         wrong("records a graph, frees ballast during the call",
@@ -46,12 +46,14 @@ WRONG: dict[str, list[Wrong]] = {
     ],
     "q2_snapshots": [
         wrong("detach() only", _snapshots(_IN_PLACE, "w.detach()"), "storage",
-              ["detach().clone()", "shares w's memory"]),
+              ["detach().clone()", "shares w's memory"],
+                  breaks='Each\nsnapshot must keep the values of its moment'),
         wrong("the tensor itself", _snapshots(_IN_PLACE, "w"), "storage", ["detach().clone()"]),
         wrong("clone() only", _snapshots(_IN_PLACE, "w.clone()"), "graph", ["graph"],
               noted=True),
         wrong("not in place", _snapshots("w = (w - u).detach().requires_grad_(True)",
-                                         "w.detach().clone()"), "in_place", ["in place"]),
+                                         "w.detach().clone()"), "in_place", ["in place"],
+                                             breaks='**in place**'),
     ],
     "q4_predict_requires_grad": [
         wrong(
@@ -59,14 +61,14 @@ WRONG: dict[str, list[Wrong]] = {
             'predicted = {"a": False, "b": False, "c": False, "d": False}',
             "values",
             ["created with requires_grad=True"],
-            hidden_only=True,
+            hidden_only="prediction",
         ),
         wrong(
             "detach keeps recording",
             'predicted = {"a": False, "b": True, "c": True, "d": True}',
             "values",
             ["detach()"],
-            hidden_only=True,
+            hidden_only="prediction",
         ),
         wrong(
             "strings",
@@ -81,21 +83,21 @@ WRONG: dict[str, list[Wrong]] = {
             'raises = {"a": True, "b": True, "c": True, "d": True}',
             "values",
             ["needs nothing saved"],
-            hidden_only=True,
+            hidden_only="prediction",
         ),
         wrong(
             "detach() makes a normal tensor",
             'raises = {"a": False, "b": True, "c": False, "d": False}',
             "values",
             ["detach() of an inference tensor"],
-            hidden_only=True,
+            hidden_only="prediction",
         ),
         wrong(
             "a result of an inference tensor is one too",
             'raises = {"a": False, "b": True, "c": True, "d": True}',
             "values",
             ["normal tensor"],
-            hidden_only=True,
+            hidden_only="prediction",
         ),
         wrong("strings", 'raises = {"a": "no", "b": "yes", "c": "no", "d": "yes"}', "type",
               ["bool"]),

@@ -76,6 +76,7 @@ WRONG: dict[str, list[Wrong]] = {
                 """),
             "accumulated",
             ["not cleared"],
+            breaks='clear `x.grad`',
         ),
         wrong(
             "x = x - lr * grad",
@@ -86,6 +87,7 @@ WRONG: dict[str, list[Wrong]] = {
                 """),
             "in_place",
             ["did not change", "in place"],
+            breaks='**in place**',
         ),
         wrong(
             "x = x - lr * grad under no_grad",
@@ -116,9 +118,10 @@ WRONG: dict[str, list[Wrong]] = {
             _table(zero_grad="pass"),
             "accumulated",
             ["zero_grad"],
-            hidden_only=True,
+            breaks='Each step: `optimizer.zero_grad()`',
         ),
-        wrong("f before the step", _table(row="loss"), "f_before_step", ["after optimizer.step"]),
+        wrong("f before the step", _table(row="loss"), "f_before_step", ["after optimizer.step"],
+              breaks='**after** step'),
         wrong(
             "a list",
             _table().replace("return torch.tensor(rows) if isinstance(rows[0], list) else "
@@ -136,7 +139,8 @@ WRONG: dict[str, list[Wrong]] = {
         ),
     ],
     "q3_stopping_rule": [
-        wrong("last step not counted", _minimise(count="steps - 1"), "values", ["count that step"]),
+        wrong("last step not counted", _minimise(count="steps - 1"), "values", ["count that step"],
+              breaks='counting the last one'),
         wrong("never stops", _minimise(stop="pass"), ("values",), ["max_steps"]),
         wrong("x as a tensor", _minimise(to_float="x.detach()"), "type", [".item()"]),
         wrong(
@@ -144,8 +148,8 @@ WRONG: dict[str, list[Wrong]] = {
             _minimise(dtype=""),
             "float32",
             ["float64"],
-            hidden_only=True,
             not_says=["wrong values"],
+            breaks='a **float64** leaf tensor',
         ),
     ],
 }

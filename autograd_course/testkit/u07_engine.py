@@ -1,8 +1,8 @@
 """Typical wrong answers to assignment 07 Build your own autograd.
 
-Question 1's answer cell is the whole ``Value`` class, whose six local rules are the answer:
-:func:`value_class` writes the class with the rules given (the reference rules by default),
-so that each wrong answer below changes one rule and keeps the rest of the class.
+Question 1's answer cell is the whole ``Value`` class, whose five new local rules are the
+answer: :func:`value_class` writes the class with the rules given (the reference rules by
+default), so that each wrong answer below changes one rule and keeps the rest of the class.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from autograd_course.testkit.answers import Wrong, function, wrong
 
 _STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
 
-#: The ``Value`` class of the assignment; ``__ADD__``... stand for the bodies of the rules.
+#: The ``Value`` class of the assignment; ``__DIV__``... stand for the bodies of the new rules.
 VALUE_CLASS = '''
 class Value:
     """A scalar that records the operations that made it, for automatic differentiation."""
@@ -29,58 +29,82 @@ class Value:
     def __repr__(self):
         return f"Value(data={self.data}, grad={self.grad})"
 
+    # The lesson's operations, with their rules.
     def __add__(self, other):
         other = other if isinstance(other, Value) else Value(other)
         out = Value(self.data + other.data, (self, other), "+")
-
-        def local_grads():  # (d out / d self, d out / d other)
-__ADD__
-
-        out._local_grads = local_grads
+        out._local_grads = lambda: (1.0, 1.0)
         return out
 
     def __mul__(self, other):
         other = other if isinstance(other, Value) else Value(other)
         out = Value(self.data * other.data, (self, other), "*")
-
-        def local_grads():  # (d out / d self, d out / d other)
-__MUL__
-
-        out._local_grads = local_grads
+        out._local_grads = lambda: (other.data, self.data)
         return out
 
     def __pow__(self, p):  # p is a constant number, not a Value
         out = Value(self.data**p, (self,), f"**{p}")
-
-        def local_grads():  # (d out / d self,)
-__POW__
-
-        out._local_grads = local_grads
+        out._local_grads = lambda: (p * self.data ** (p - 1),)
         return out
 
     def exp(self):
         out = Value(math.exp(self.data), (self,), "exp")
-
-        def local_grads():  # (d out / d self,)
-__EXP__
-
-        out._local_grads = local_grads
+        out._local_grads = lambda: (out.data,)
         return out
 
     def tanh(self):
         out = Value(math.tanh(self.data), (self,), "tanh")
-
-        def local_grads():  # (d out / d self,)
-__TANH__
-
-        out._local_grads = local_grads
+        out._local_grads = lambda: (1.0 - out.data**2,)
         return out
 
     def relu(self):
         out = Value(max(self.data, 0.0), (self,), "relu")
+        out._local_grads = lambda: (1.0 if self.data > 0 else 0.0,)
+        return out
 
-        def local_grads():  # (d out / d self,): 0 where self.data <= 0
-__RELU__
+    # The new operations: write their local rules.
+    def __truediv__(self, other):  # a / b, a node with the two inputs (a, b)
+        other = other if isinstance(other, Value) else Value(other)
+        out = Value(self.data / other.data, (self, other), "/")
+
+        def local_grads():  # (d out / d self, d out / d other)
+__DIV__
+
+        out._local_grads = local_grads
+        return out
+
+    def __rpow__(self, c):  # c ** a: c a constant number > 0, the exponent a is this Value
+        out = Value(c**self.data, (self,), f"{c}**")
+
+        def local_grads():  # (d out / d self,)
+__RPOW__
+
+        out._local_grads = local_grads
+        return out
+
+    def log(self):  # the natural logarithm, for self.data > 0
+        out = Value(math.log(self.data), (self,), "log")
+
+        def local_grads():  # (d out / d self,)
+__LOG__
+
+        out._local_grads = local_grads
+        return out
+
+    def sigmoid(self):
+        out = Value(1.0 / (1.0 + math.exp(-self.data)), (self,), "sigmoid")
+
+        def local_grads():  # (d out / d self,)
+__SIGMOID__
+
+        out._local_grads = local_grads
+        return out
+
+    def sin(self):
+        out = Value(math.sin(self.data), (self,), "sin")
+
+        def local_grads():  # (d out / d self,)
+__SIN__
 
         out._local_grads = local_grads
         return out
@@ -92,9 +116,6 @@ __RELU__
     def __sub__(self, other):  # a - b
         return self + (-other)
 
-    def __truediv__(self, other):  # a / b
-        return self * other**-1
-
     def __radd__(self, other):  # 2.0 + a
         return self + other
 
@@ -105,7 +126,7 @@ __RELU__
         return (-self) + other
 
     def __rtruediv__(self, other):  # 2.0 / a
-        return self**-1 * other
+        return Value(other) / self
 
     def backward(self):
         """Fill .grad of every node this value was computed from (questions 2 and 3)."""
@@ -114,17 +135,16 @@ __RELU__
 
 #: The reference local rules (the bodies of ``local_grads``).
 RULES = {
-    "ADD": "return 1.0, 1.0",
-    "MUL": "return other.data, self.data",
-    "POW": "return (p * self.data ** (p - 1),)",
-    "EXP": "return (out.data,)",
-    "TANH": "return (1.0 - out.data**2,)",
-    "RELU": "return (1.0 if self.data > 0 else 0.0,)",
+    "DIV": "return 1.0 / other.data, -self.data / other.data**2",
+    "RPOW": "return (out.data * math.log(c),)",
+    "LOG": "return (1.0 / self.data,)",
+    "SIGMOID": "return (out.data * (1.0 - out.data),)",
+    "SIN": "return (math.cos(self.data),)",
 }
 
 
 def value_class(solution: bool = False, **rules: str) -> str:
-    """The class with the reference rules, except those given (``tanh="return ..."``).
+    """The class with the reference rules, except those given (``sin="return ..."``).
 
     ``solution=True`` wraps each rule in ``### BEGIN SOLUTION`` / ``### END SOLUTION`` (the
     instructor's cell); ``rules`` values replace single rules (``blank`` stubs included).
@@ -142,73 +162,126 @@ _TOPO = "def topological_order(output):"
 _BACK = "def backpropagate(output, order):"
 
 
-def _backpropagate(reset: str = "if node._prev:\n    node.grad = 0.0",
-                   seed: str = "output.grad = 1.0", walk: str = "reversed(order)",
-                   add: str = "child.grad += slope * node.grad") -> str:
+def _backpropagate(start: str = "grads = {node: 0.0 for node in order}",
+                   seed: str = "grads[output] = 1.0", walk: str = "reversed(order)",
+                   add: str = "grads[child] += slope * grads[node]",
+                   leaf: str = "node.grad += grads[node]") -> str:
     """The reference backward pass with one of its steps replaced."""
     return "\n".join([
         _BACK,
-        "    for node in order:",
-        textwrap.indent(reset, " " * 8),
+        f"    {start}",
         f"    {seed}",
         f"    for node in {walk}:",
         "        for child, slope in zip(node._prev, node._local_grads()):",
         f"            {add}",
+        "    for node in order:",
+        "        if not node._prev:",
+        f"            {leaf}",
+        "    return grads",
     ])
+
+
+def _iterative(append_when: str = "inputs_done", visited: bool = True, ret: str = "order"
+               ) -> str:
+    """An explicit-stack topological order; ``append_when="popped"`` appends a node when it is
+    first taken from the stack (before its inputs), ``visited=False`` keeps no visited set."""
+    seen = "node not in visited" if visited else "True"
+    mark = "visited.add(node)" if visited else "pass"
+    if append_when == "popped":
+        body = f"""
+            order, visited = [], set()
+            stack = [output]
+            while stack:
+                node = stack.pop()
+                if {seen}:
+                    {mark}
+                    order.append(node)
+                    stack.extend(node._prev)
+            return {ret}
+            """
+    else:
+        body = f"""
+            order, visited = [], set()
+            stack = [(output, False)]
+            while stack:
+                node, inputs_done = stack.pop()
+                if inputs_done:
+                    order.append(node)
+                elif {seen}:
+                    {mark}
+                    stack.append((node, True))
+                    stack.extend((child, False) for child in node._prev)
+            return {ret}
+            """
+    return function(_TOPO, body)
 
 
 WRONG: dict[str, list[Wrong]] = {
     "q1_local_rules": [
         wrong(
-            "tanh from its input",
-            value_class(tanh="return (1.0 - self.data**2,)"),
+            "a / b: the slope in b with the wrong sign",
+            value_class(div="return 1.0 / other.data, self.data / other.data**2"),
             "local_rule",
-            ["a.tanh()", "1 - tanh(a) ** 2", "output"],
+            ["a / b", "wrong sign", "-a / b ** 2"],
         ),
         wrong(
-            "a * b: each input its own value",
-            value_class(mul="return self.data, other.data"),
+            "a / b: the factor a missing",
+            value_class(div="return 1.0 / other.data, -1.0 / other.data**2"),
             "local_rule",
-            ["a * b", "d(a * b)/da = b"],
+            ["factor a"],
         ),
         wrong(
-            "a ** p without the factor p",
-            value_class(pow="return (self.data ** (p - 1),)"),
+            "c ** a by the power rule",
+            value_class(rpow="return (self.data * c ** (self.data - 1),)"),
             "local_rule",
-            ["a ** p", "p * a ** (p - 1)"],
+            ["power rule", "exponent"],
         ),
         wrong(
-            "relu's slope always 1",
-            value_class(relu="return (1.0,)"),
+            "c ** a without log(c)",
+            value_class(rpow="return (out.data,)"),
             "local_rule",
-            ["a.relu()", "0"],
+            ["log(c)"],
         ),
         wrong(
-            "exp's slope from its input",
-            value_class(exp="return (self.data,)"),
+            "log's slope is log itself",
+            value_class(log="return (math.log(self.data),)"),
             "local_rule",
-            ["a.exp()", "exp(a)"],
+            ["log(a) itself", "1 / a"],
         ),
         wrong(
-            "a + b with the slopes of a * b",
-            value_class(add="return other.data, self.data"),
+            "sigmoid from its input",
+            value_class(sigmoid="return (self.data * (1.0 - self.data),)"),
             "local_rule",
-            ["a + b", "= 1"],
+            ["a.sigmoid()", "output"],
+        ),
+        wrong(
+            "sin's slope with the wrong sign",
+            value_class(sin="return (-math.cos(self.data),)"),
+            "local_rule",
+            ["sign", "cos(a)"],
+        ),
+        wrong(
+            "sin's slope is sin itself",
+            value_class(sin="return (out.data,)"),
+            "local_rule",
+            ["sin(a) itself"],
         ),
         wrong(
             "a number, not a tuple",
-            value_class(exp="return out.data"),
+            value_class(log="return 1.0 / self.data"),
             "type",
             ["tuple"],
+            breaks='as a tuple (also for one input: `(slope,)`)',
         ),
         wrong("left blank", value_class(**{k.lower(): _STUB for k in RULES}), "blank",
               ["NotImplementedError"]),
     ],
     "q2_topological_order": [
         wrong(
-            "mutable default arguments",
-            """
-            def topological_order(output, visited=set(), order=[]):
+            "the lesson's recursive walk",
+            function(_TOPO, """
+                order, visited = [], set()
+
                 def visit(node):
                     if node not in visited:
                         visited.add(node)
@@ -217,6 +290,25 @@ WRONG: dict[str, list[Wrong]] = {
                         order.append(node)
 
                 visit(output)
+                return order
+                """),
+            "recursion",
+            ["RecursionError", "stack"],
+            breaks='your walk must also work on **deep graphs**',
+        ),
+        wrong(
+            "mutable default arguments",
+            """
+            def topological_order(output, visited=set(), order=[]):
+                stack = [(output, False)]
+                while stack:
+                    node, inputs_done = stack.pop()
+                    if inputs_done:
+                        order.append(node)
+                    elif node not in visited:
+                        visited.add(node)
+                        stack.append((node, True))
+                        stack.extend((child, False) for child in node._prev)
                 return order
             """,
             "mutable_default",
@@ -244,60 +336,15 @@ WRONG: dict[str, list[Wrong]] = {
             """,
             "extra",
             ["not in the graph"],
-            hidden_only=True,
+            breaks="a list of every node of `output`'s graph",
         ),
-        wrong(
-            "no visited set",
-            function(_TOPO, """
-                order = []
-
-                def visit(node):
-                    for child in node._prev:
-                        visit(child)
-                    order.append(node)
-
-                visit(output)
-                return order
-                """),
-            "duplicates",
-            ["more than once", "visited"],
-        ),
-        wrong(
-            "appends a node before its inputs",
-            function(_TOPO, """
-                order, visited = [], set()
-
-                def visit(node):
-                    if node not in visited:
-                        visited.add(node)
-                        order.append(node)
-                        for child in node._prev:
-                            visit(child)
-
-                visit(output)
-                return order
-                """),
-            ("reversed", "order"),
-            ["append a node"],
-        ),
-        wrong(
-            "output first",
-            function(_TOPO, """
-                order, visited = [], set()
-
-                def visit(node):
-                    if node not in visited:
-                        visited.add(node)
-                        for child in node._prev:
-                            visit(child)
-                        order.append(node)
-
-                visit(output)
-                return order[::-1]
-                """),
-            "reversed",
-            ["output first", "reversed"],
-        ),
+        wrong("no visited set", _iterative(visited=False), "duplicates",
+              ["more than once", "visited"], breaks='**each\nnode once**'),
+        wrong("appends a node when it is taken from the stack", _iterative("popped"),
+              ("reversed", "order"), ["before one of its inputs", "all of its inputs"],
+                  breaks='each node **after all of its inputs**'),
+        wrong("output first", _iterative(ret="order[::-1]"), "reversed",
+              ["output first", "reversed"]),
         wrong(
             "only the output's own inputs",
             function(_TOPO, "return list(output._prev) + [output]"),
@@ -317,132 +364,129 @@ WRONG: dict[str, list[Wrong]] = {
         ),
         wrong(
             "labels instead of nodes",
-            function(_TOPO, """
-                order, visited = [], set()
-
-                def visit(node):
-                    if node not in visited:
-                        visited.add(node)
-                        for child in node._prev:
-                            visit(child)
-                        order.append(node._op or "leaf")
-
-                visit(output)
-                return order
-                """),
+            _iterative().replace("order.append(node)", 'order.append(node._op or "leaf")'),
             "type",
             ["not nodes"],
-        ),
-        wrong(
-            "appends a node between its inputs",
-            function(_TOPO, """
-                order, visited = [], set()
-
-                def visit(node):
-                    if node not in visited:
-                        visited.add(node)
-                        inputs = list(node._prev)
-                        if inputs:
-                            visit(inputs[0])
-                        order.append(node)
-                        for child in inputs[1:]:
-                            visit(child)
-
-                visit(output)
-                return order
-                """),
-            "order",
-            ["before one of its inputs", "append a node"],
         ),
         wrong("left blank", _STUB, "blank", ["NotImplementedError"]),
     ],
     "q3_backpropagate": [
         wrong(
             "= instead of +=",
-            _backpropagate(add="child.grad = slope * node.grad"),
+            _backpropagate(add="grads[child] = slope * grads[node]"),
             "overwritten",
             ["more than once", "+="],
+            breaks="**adding** it to the\n   input's entry",
         ),
         wrong("visits inputs first", _backpropagate(walk="order"), "wrong_order",
               ["reversed(order)"]),
-        wrong("no seed", _backpropagate(seed="pass"), "no_seed", ["output.grad = 1.0"]),
-        wrong(
-            "seed before the reset",
-            function(_BACK, """
-                output.grad = 1.0
-                for node in order:
-                    if node._prev:
-                        node.grad = 0.0
-                for node in reversed(order):
-                    for child, slope in zip(node._prev, node._local_grads()):
-                        child.grad += slope * node.grad
-                """),
-            "no_seed",
-            ["after the intermediate nodes are reset"],
-        ),
+        wrong("no seed", _backpropagate(seed="pass"), "no_seed", ["grads[output] = 1.0"]),
         wrong(
             "no chain rule",
-            _backpropagate(add="child.grad += slope"),
+            _backpropagate(add="grads[child] += slope"),
             "no_chain",
             ["multiplies"],
         ),
         wrong(
-            "clears the leaves too",
-            _backpropagate(reset="node.grad = 0.0"),
-            "cleared_leaves",
-            ["adds up across backward", "lesson 03"],
+            "the lesson's backpropagate",
+            function(_BACK, """
+                for node in order:
+                    if node._prev:
+                        node.grad = 0.0
+                output.grad = 1.0
+                for node in reversed(order):
+                    for child, slope in zip(node._prev, node._local_grads()):
+                        child.grad += slope * node.grad
+                """),
+            "type",
+            ["return", "nothing"],
+            breaks='return `grads`',
         ),
         wrong(
-            "no reset of the intermediate nodes",
-            _backpropagate(reset="pass"),
+            "the lesson's backpropagate, returning the .grad of every node",
+            function(_BACK, """
+                for node in order:
+                    if node._prev:
+                        node.grad = 0.0
+                output.grad = 1.0
+                for node in reversed(order):
+                    for child, slope in zip(node._prev, node._local_grads()):
+                        child.grad += slope * node.grad
+                return {node: node.grad for node in order}
+                """),
+            "touched",
+            ["changed the .grad", "leaves only"],
+            breaks='leave the `.grad`\n   of every other node exactly as it was',
+        ),
+        wrong(
+            "the leaves' .grad replaced",
+            _backpropagate(leaf="node.grad = grads[node]"),
+            "cleared_leaves",
+            ["adds up across backward", "lesson 03"],
+            breaks='**add** the gradient of each leaf',
+        ),
+        wrong("the leaves' .grad not written", _backpropagate(leaf="pass"),
+              "leaves_not_written", ["did not change"]),
+        wrong(
+            "one dict for every call (a mutable default)",
+            _backpropagate(start="grads.update({node: 0.0 for node in order if node not in "
+                           "grads})").replace("(output, order):", "(output, order, grads={}):"),
             "not_reset",
-            ["intermediate nodes kept"],
+            ["second pass", "new dict"],
+            breaks='a **dict of its own**',
+        ),
+        wrong(
+            "returns the leaves' gradients only",
+            _backpropagate().replace("return grads",
+                                     "return {n: grads[n] for n in order if not n._prev}"),
+            "missing",
+            ["without an entry", "every node"],
         ),
         wrong("left blank", _STUB, "blank", ["NotImplementedError"]),
     ],
     "q4_predict": [
         wrong(
             "one path of a",
-            'predicted = {"a": -3.0, "b": -3.0, "c": 2.0, "d": -6.0}',
+            'predicted = {"a": -2.5, "b": 1.5, "c": 0.0, "d": -5.0}',
             "one_path",
             ["two paths"],
-            hidden_only=True,
+            hidden_only="prediction",
         ),
         wrong(
             "= still adds the paths",
-            'predicted = {"a": -2.0, "b": -2.0, "c": 2.0, "d": -4.0}',
+            'predicted = {"a": -1.0, "b": -1.0, "c": 0.0, "d": -2.0}',
             "not_replaced",
             ["replaces"],
-            hidden_only=True,
+            hidden_only="prediction",
         ),
         wrong(
             "with =, the first write wins",
-            'predicted = {"a": -2.0, "b": 1.0, "c": 2.0, "d": -4.0}',
+            'predicted = {"a": -1.0, "b": -2.5, "c": 0.0, "d": -2.0}',
             "replaced_order",
-            ["visited before"],
-            hidden_only=True,
+            ["visited first"],
+            hidden_only="prediction",
         ),
         wrong(
-            "= breaks every gradient",
-            'predicted = {"a": -2.0, "b": -3.0, "c": 0.0, "d": -4.0}',
-            "used_once",
-            ["used once"],
-            hidden_only=True,
+            "walking forwards changes nothing",
+            'predicted = {"a": -1.0, "b": 1.5, "c": 1.5, "d": -2.0}',
+            "forwards",
+            ["passes 0"],
+            hidden_only="prediction",
         ),
         wrong(
             ".grad replaced by the second call",
-            'predicted = {"a": -2.0, "b": -3.0, "c": 2.0, "d": -2.0}',
+            'predicted = {"a": -1.0, "b": 1.5, "c": 0.0, "d": -1.0}',
             "replaced",
             ["adds up"],
-            hidden_only=True,
+            hidden_only="prediction",
         ),
         wrong(
             "tensors",
-            'predicted = {"a": torch.tensor(-2.0), "b": -3.0, "c": 2.0, "d": -4.0}',
+            'predicted = {"a": torch.tensor(-1.0), "b": 1.5, "c": 0.0, "d": -2.0}',
             "type",
             [".item()"],
         ),
-        wrong("a key missing", 'predicted = {"a": -2.0, "b": -3.0}', "values", ["keys"]),
+        wrong("a key missing", 'predicted = {"a": -1.0, "b": 1.5}', "values", ["keys"]),
         wrong("left blank", _STUB, "blank", ["NotImplementedError"]),
     ],
 }

@@ -1,16 +1,18 @@
-"""Typical wrong answers to assignment 08 A real training loop: fix it, freeze a layer, Newton."""
+"""Typical wrong answers to assignment 08 A real training loop: accumulate, freeze, Newton."""
 
 from __future__ import annotations
 
 from autograd_course.testkit.answers import Wrong, function, wrong
 
-_TRAIN = "def train(model, x, y, lr, steps):"
+_TRAIN = "def train(model, x, y, lr, steps, parts):"
 _FREEZE = "def freeze(model, name):"
 _NEWTON = "def newton_step(f, x):"
 
 
-def _train(before: str = "optimizer.zero_grad()", between: str = "",
-           append: str = "history.append(loss.item())", result: str = "history") -> str:
+def _train(before: str = "optimizer.zero_grad()", inside: str = "",
+           loss: str = "torch.nn.functional.mse_loss(model(xb), yb) / parts",
+           add: str = "total += loss.item()", result: str = "history") -> str:
+    """The reference loop of question 1 with one of its lines replaced."""
     return function(
         _TRAIN,
         f"""
@@ -18,24 +20,37 @@ def _train(before: str = "optimizer.zero_grad()", between: str = "",
         history = []
         for _ in range(steps):
             {before}
-            loss = torch.nn.functional.mse_loss(model(x), y)
-            loss.backward()
-            {between}
+            total = 0.0
+            for xb, yb in zip(x.chunk(parts), y.chunk(parts), strict=True):
+                {inside}
+                loss = {loss}
+                loss.backward()
+                {add}
             optimizer.step()
-            {append}
+            history.append(total)
         return {result}
         """,
     )
 
 
-def _newton(result: str = "x - d1 / d2", create_graph: str = ", create_graph=True") -> str:
+def _freeze(*lines: str) -> str:
+    """A freeze that runs ``lines`` on each parameter ``p`` of the layer."""
+    body = "\n".join(f"    {line}" for line in lines)
+    return function(_FREEZE, f"for p in getattr(model, name).parameters():\n{body}")
+
+
+def _newton(result: str = "x - torch.linalg.solve(H, g)", create_graph: str = ", create_graph=True",
+            start: str = "x = x.detach().requires_grad_(True)",
+            hessian: str = "torch.stack([torch.autograd.grad(g_i, x, retain_graph=True)[0] "
+            "for g_i in g])") -> str:
+    """The reference Newton step of question 3 with one of its lines replaced."""
     return function(
         _NEWTON,
         f"""
-        x = torch.tensor(x, dtype=torch.float64, requires_grad=True)
-        (d1,) = torch.autograd.grad(f(x), x{create_graph})
-        (d2,) = torch.autograd.grad(d1, x)
-        return ({result}).item()
+        {start}
+        (g,) = torch.autograd.grad(f(x), x{create_graph})
+        H = {hessian}
+        return ({result}).detach()
         """,
     )
 
@@ -54,111 +69,125 @@ WRONG: dict[str, list[Wrong]] = {
                 history = []
                 for _ in range(steps):
                     optimizer.zero_grad()
-                    loss = torch.nn.functional.mse_loss(model(x), y)
-                    loss.backward()
+                    total = 0.0
+                    for xb, yb in zip(x.chunk(parts), y.chunk(parts), strict=True):
+                        loss = torch.nn.functional.mse_loss(model(xb), yb) / parts
+                        loss.backward()
+                        total += loss.item()
                     optimizer.step()
-                    history.append(loss.item())
+                    history.append(total)
                 return history
                 """),
             "zero",
             ["first loss"],
-            hidden_only=True,
+            hidden_only="gaming",
         ),
         wrong(
             "the given loop, unchanged",
-            _train(before="pass", append="history.append(loss)"),
+            _train(before="pass", inside="optimizer.zero_grad()",
+                   loss="torch.nn.functional.mse_loss(model(xb), yb)", add="total += loss"),
             "graph",
             ["graph", "loss.item()"],
         ),
         wrong(
-            "history fixed, gradients never cleared",
+            "history fixed, zero_grad still inside the chunk loop",
+            _train(before="pass", inside="optimizer.zero_grad()"),
+            "last_chunk",
+            ["last chunk", "once per step"],
+            breaks='each step equal to one full-batch SGD step',
+        ),
+        wrong(
+            "history fixed, zero_grad inside, no division",
+            _train(before="pass", inside="optimizer.zero_grad()",
+                   loss="torch.nn.functional.mse_loss(model(xb), yb)"),
+            "last_chunk",
+            ["last chunk"],
+        ),
+        wrong(
+            "the chunks' losses not divided by parts",
+            _train(loss="torch.nn.functional.mse_loss(model(xb), yb)"),
+            "undivided",
+            ["times too far", "divide each chunk's loss by parts"],
+            breaks='each step equal to one full-batch SGD step',
+        ),
+        wrong(
+            "the step divided, the history not",
+            _train(add="total += loss.item() * parts"),
+            "undivided",
+            ["sum of the chunks' losses"],
+        ),
+        wrong(
+            "gradients never cleared",
             _train(before="pass"),
             "accumulated",
             ["zero_grad", "never cleared"],
         ),
         wrong(
-            "zero_grad added, history of tensors",
-            _train(append="history.append(loss)"),
-            "graph",
-            ["grad_fn", "loss.item()"],
+            "zero_grad between the chunks and step()",
+            _train(before="pass").replace(
+                "        optimizer.step()",
+                "        optimizer.zero_grad()\n        optimizer.step()"),
+            "no_update",
+            ["did not change"],
         ),
         wrong(
-            "zero_grad between backward() and step()",
-            _train(before="pass", between="optimizer.zero_grad()"),
-            "no_update",
-            ["did not change", "zero_grad(), loss, backward(), step()"],
+            "a history of tensors",
+            _train(add="total += loss"),
+            "graph",
+            ["grad_fn", "loss.item()"],
+            breaks='a history of Python floats',
         ),
         wrong(
             "the loss after each step",
-            _train(append="history.append(torch.nn.functional.mse_loss(model(x), y).item())"),
+            _train().replace(
+                "history.append(total)",
+                "history.append(torch.nn.functional.mse_loss(model(x), y).item())"),
             "after_step",
             ["before optimizer.step()"],
         ),
         wrong(
             "a running total instead of the history",
-            _train(append="history.append(loss.item())", result="sum(history)"),
+            _train(result="sum(history)"),
             "type",
             ["list"],
         ),
     ],
     "q2_freeze": [
         wrong(
-            "the whole model",
-            function(_FREEZE, "model.requires_grad_(False)"),
-            "froze_all",
-            ["every parameter", "only"],
+            "requires_grad_(False) alone, as when freezing before training",
+            _freeze("p.requires_grad_(False)"),
+            "grad_kept",
+            ["momentum", "p.grad = None"],
+            breaks='from then\non its parameters must not change, at any later step',
         ),
         wrong(
-            ".grad = None instead",
-            function(_FREEZE, """
-                for p in getattr(model, name).parameters():
-                    p.grad = None
-                """),
+            ".grad zeroed instead of emptied",
+            _freeze("p.requires_grad_(False)", "p.grad.zero_()"),
+            "grad_zeros",
+            ["momentum", "None"],
+        ),
+        wrong(
+            ".grad = None alone",
+            _freeze("p.grad = None"),
             "not_frozen",
-            [".grad = None", "requires_grad_(False)"],
+            ["requires_grad_(False)"],
         ),
         wrong(
             "detach()",
-            function(_FREEZE, """
-                for p in getattr(model, name).parameters():
-                    p = p.detach()
-                """),
+            _freeze("p = p.detach()"),
             "not_frozen",
-            ["detach()", "requires_grad_(False)"],
+            ["requires_grad_(False)"],
         ),
         wrong(
-            "model.eval()",
-            function(_FREEZE, "model.eval()"),
-            "not_frozen",
-            ["still require grad"],
-        ),
-        wrong(
-            "the weight only",
-            function(_FREEZE, "getattr(model, name).weight.requires_grad_(False)"),
-            "partly",
-            ["bias"],
-        ),
-        wrong(
-            "every other layer",
+            "the whole model",
             function(_FREEZE, """
-                for child_name, child in model.named_children():
-                    if child_name != name:
-                        child.requires_grad_(False)
+                for p in model.parameters():
+                    p.requires_grad_(False)
+                    p.grad = None
                 """),
-            "wrong_layer",
-            ["other layers are frozen"],
-        ),
-        wrong(
-            "every layer up to the named one",
-            function(_FREEZE, """
-                for child_name, child in model.named_children():
-                    child.requires_grad_(False)
-                    if child_name == name:
-                        break
-                """),
-            "other_frozen",
-            ["other layers too"],
-            hidden_only=True,
+            "froze_all",
+            ["every layer", "only"],
+            breaks='Freeze only the layer `name`',
         ),
         wrong(
             "parameter names that start with the name",
@@ -166,25 +195,45 @@ WRONG: dict[str, list[Wrong]] = {
                 for parameter_name, p in model.named_parameters():
                     if parameter_name.startswith(name):
                         p.requires_grad_(False)
+                        p.grad = None
                 """),
             "other_frozen",
-            ["other layers too"],
-            hidden_only=True,
+            ["hidden2", "getattr(model, name)"],
+            breaks='Freeze only the layer `name`',
+        ),
+        wrong(
+            "the weight only",
+            function(_FREEZE, """
+                weight = getattr(model, name).weight
+                weight.requires_grad_(False)
+                weight.grad = None
+                """),
+            "values",
+            ["frozen layer"],
+        ),
+        wrong(
+            "model.eval()",
+            function(_FREEZE, "model.eval()"),
+            "not_frozen",
+            ["requires_grad"],
         ),
     ],
     "q3_newton_step": [
         wrong(
             "finite differences instead of autograd",
             function(_NEWTON, """
-                h = 1e-2
-                v = [float(f(x + k * h)) for k in (-2, -1, 0, 1, 2)]
-                d1 = (v[0] - 8 * v[1] + 8 * v[3] - v[4]) / (12 * h)
-                d2 = (-v[0] + 16 * v[1] - 30 * v[2] + 16 * v[3] - v[4]) / (12 * h * h)
-                return x - d1 / d2
+                h = 1e-3
+                n = len(x)
+                e = torch.eye(n, dtype=torch.float64) * h
+                g = torch.stack([(f(x + e[i]) - f(x - e[i])) / (2 * h) for i in range(n)])
+                H = torch.stack([torch.stack([
+                    (f(x + e[i] + e[j]) - f(x + e[i] - e[j]) - f(x - e[i] + e[j])
+                     + f(x - e[i] - e[j])) / (4 * h * h) for j in range(n)]) for i in range(n)])
+                return x - torch.linalg.solve(H, g)
                 """),
-            "no_graph",
-            ["made-up gradient", "called on a float"],
-            hidden_only=True,
+            ("values", "float32"),
+            ["finite differences", "autograd"],
+            breaks='Compute $g$ and $H$\nwith autograd',
         ),
         wrong(
             "no create_graph=True",
@@ -192,29 +241,41 @@ WRONG: dict[str, list[Wrong]] = {
             "no_graph",
             ["create_graph=True"],
         ),
-        wrong("uphill", _newton(result="x + d1 / d2"), "sign", ["against"]),
-        wrong("upside down", _newton(result="x - d2 / d1"), "inverted", ["upside down"]),
-        wrong("an SGD step", _newton(result="x - 0.05 * d1"), "gradient_step", ["f''(x)"]),
-        wrong("the step alone", _newton(result="-d1 / d2"), "step_only", ["add it to x"]),
+        wrong("uphill", _newton(result="x + torch.linalg.solve(H, g)"), "sign", ["against"]),
+        wrong("a gradient step", _newton(result="x - g"), "gradient_step", ["solves"]),
+        wrong("the step alone", _newton(result="-torch.linalg.solve(H, g)"), "step_only",
+              ["add it to x"]),
+        wrong("multiplied by H", _newton(result="x - H @ g"), "multiplied", ["divides by H"]),
         wrong(
-            "a tensor",
-            function(_NEWTON, """
-                x = torch.tensor(x, dtype=torch.float64, requires_grad=True)
-                (d1,) = torch.autograd.grad(f(x), x, create_graph=True)
-                (d2,) = torch.autograd.grad(d1, x)
-                return (x - d1 / d2).detach()
-                """),
-            "type",
-            [".item()"],
+            "the diagonal of H only",
+            _newton(result="x - g / torch.diagonal(H)"),
+            "diagonal",
+            ["mixed second derivatives"],
+        ),
+        wrong(
+            "the gradient of g.sum() as the second derivative",
+            _newton(hessian="torch.autograd.grad(g.sum(), x)[0]", result="x - g / H"),
+            "row_sums",
+            ["g.sum()", "row by row"],
+        ),
+        wrong(
+            "float32",
+            _newton(start="x = x.detach().float().requires_grad_(True)",
+                    result="(x - torch.linalg.solve(H, g)).double()"),
+            "float32",
+            ["float32", "float64"],
+            breaks='Compute in float64 throughout',
+        ),
+        wrong(
+            "a float32 result",
+            _newton(result="(x - torch.linalg.solve(H, g)).float()"),
+            "dtype",
+            ["float64"],
+            breaks='as a 1-D float64 tensor',
         ),
         wrong(
             "x without requires_grad",
-            function(_NEWTON, """
-                x = torch.tensor(x, dtype=torch.float64)
-                (d1,) = torch.autograd.grad(f(x), x, create_graph=True)
-                (d2,) = torch.autograd.grad(d1, x)
-                return (x - d1 / d2).item()
-                """),
+            _newton(start="x = x.detach()"),
             "no_graph",
             ["x must require grad"],
         ),

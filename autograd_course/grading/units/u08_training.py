@@ -60,3 +60,48 @@ def reference_sgd(
                 sums[k] = g if clear else sums[k] + g
                 p[k] -= lr * sums[k]
     return losses, {k: v.detach() for k, v in p.items()}
+
+
+def reference_momentum(
+    params: Mapping[str, torch.Tensor],
+    x: torch.Tensor,
+    y: torch.Tensor,
+    lr: float,
+    steps: int,
+    layers: Sequence[str],
+    *,
+    momentum: float = 0.9,
+    frozen: str | None = None,
+    freeze_at: int = 0,
+    effect: str = "none",
+) -> dict[str, torch.Tensor]:
+    """SGD with momentum on the mean squared error of :func:`tanh_mlp`, in float64, as
+    ``torch.optim.SGD`` runs it when each step clears the gradients with
+    ``zero_grad(set_to_none=False)``: the parameters after ``steps`` steps.
+
+    The layer ``frozen`` is frozen between ``backward()`` and ``step()`` of step
+    ``freeze_at`` (counted from 0), by an answer whose ``effect`` on its parameters is:
+    ``"none"``, their ``.grad`` emptied and no gradient after (SGD skips them from then on);
+    ``"kept"``, the gradient of that step kept in ``.grad`` and zeros after it; ``"zeros"``,
+    zeros from that step on; ``"once"``, ``.grad`` emptied at that step only (requires_grad
+    left on); ``"live"``, not frozen at all.
+    """
+    p = {k: v.detach().to(torch.float64).clone().requires_grad_(True) for k, v in params.items()}
+    x, y = x.to(torch.float64), y.to(torch.float64)
+    inside = {k for k in p if frozen is not None and k.startswith(f"{frozen}.")}
+    buffers: dict[str, torch.Tensor] = {}
+    for step in range(steps):
+        loss = ((tanh_mlp(p, x, layers) - y) ** 2).mean()
+        grads = dict(zip(p, torch.autograd.grad(loss, list(p.values())), strict=True))
+        for k in inside if step >= freeze_at and effect != "live" else ():
+            if effect == "none" or (effect == "once" and step == freeze_at):
+                grads[k] = None
+            elif effect == "zeros" or (effect == "kept" and step > freeze_at):
+                grads[k] = torch.zeros_like(grads[k])
+        with torch.no_grad():
+            for k, g in grads.items():
+                if g is None:
+                    continue
+                buffers[k] = g.clone() if k not in buffers else momentum * buffers[k] + g
+                p[k] -= lr * buffers[k]
+    return {k: v.detach() for k, v in p.items()}
