@@ -23,15 +23,22 @@ $(STAMP): requirements.txt requirements-dev.txt constraints.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip==26.3
 	$(BIN)/python -m pip install --quiet -c constraints.txt -r requirements-dev.txt
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	@# The course's Jupyter server extension: local MathJax for formgrader and the feedback.
+	@mkdir -p $(VENV)/etc/jupyter/jupyter_server_config.d
+	@echo '{"ServerApp": {"jpserver_extensions": {"autograd_course.grading.mathjax": true}}}' \
+	  > $(VENV)/etc/jupyter/jupyter_server_config.d/autograd_course.json
 	@touch $(STAMP)
 
 # Debian packages the course uses: Graphviz's `dot` draws the computation graphs; bubblewrap
-# sandboxes the student's kernel while it is graded; the tests (only) also run a PostgreSQL
-# server for the class-scale gradebook, and Chromium for the pages an instructor opens. As root (CI) install what is missing; otherwise say
+# sandboxes the student's kernel while it is graded; libjs-mathjax typesets math in formgrader
+# and the feedback without a CDN (autograd_course/grading/mathjax.py); the tests (only) also
+# run a PostgreSQL server for the class-scale gradebook, and Chromium for the pages an
+# instructor opens. As root (CI) install what is missing; otherwise say
 # how, and go on (graphs are then shown as text; grading runs unsandboxed and says so in every
 # grade record).
 DEBIAN_CHECK = command -v dot >/dev/null || missing="$$missing graphviz"; \
-	command -v bwrap >/dev/null || missing="$$missing bubblewrap";
+	command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
+	test -f /usr/share/javascript/mathjax/MathJax.js || missing="$$missing libjs-mathjax";
 POSTGRES_CHECK = command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb \
 	>/dev/null 2>&1 || missing="$$missing postgresql";
 CHROMIUM_CHECK = command -v chromium >/dev/null || missing="$$missing chromium";
@@ -43,8 +50,8 @@ define install_missing
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	  else \
 	    echo "Missing Debian packages:$$missing (graphs are shown as text; grading is not"; \
-	    echo "  sandboxed; the tests of a PostgreSQL gradebook need postgresql, the browser"; \
-	    echo "  tests chromium)"; \
+	    echo "  sandboxed; formgrader and the feedback show math as TeX; the tests of a"; \
+	    echo "  PostgreSQL gradebook need postgresql, the browser tests chromium)"; \
 	    echo "  Install them with: sudo apt-get install$$missing  (Graphviz on macOS: brew install graphviz)"; \
 	  fi; \
 	fi

@@ -3,7 +3,7 @@
 import os
 from pathlib import Path
 
-from autograd_course.grading import pipeline
+from autograd_course.grading import mathjax, pipeline
 
 c = get_config()  # noqa: F821  (provided by nbgrader when it loads this file)
 
@@ -89,3 +89,7 @@ c.JudgedExecute.disk_mb = 128
 c.JudgedExecute.require_sandbox = False
 # Feedback shows results and diagnostics (as text), never hidden-test code or its tracebacks.
 c.GenerateFeedback.preprocessors = pipeline.feedback_preprocessors()
+# Formgrader and the feedback typeset math with MathJax from this machine (Debian's
+# libjs-mathjax), never from a CDN: the course's templates replace nbconvert's mathjax() macro
+# and leave nbgrader's templates as they are (autograd_course/grading/mathjax.py).
+c.HTMLExporter.extra_template_basedirs = mathjax.template_basedirs()

@@ -66,17 +66,25 @@ def _escape(text: str) -> str:
 
 
 def _record(name: str, value, grad) -> str:
+    """A record label: name, data and grad one above the other (the graph runs left to right,
+    so that a box is narrow and a whole graph fits the notebook's width)."""
     fields = [_escape(name)] if name else []
     fields += [f"data {_number(value)}", f"grad {_number(grad)}"]
-    return "{ " + " | ".join(fields) + " }"
+    return " | ".join(fields)
 
 
 def _digraph():
     import graphviz
 
-    graph = graphviz.Digraph(format="svg", graph_attr={"rankdir": "LR"})
+    graph = graphviz.Digraph(graph_attr={"rankdir": "LR", "ranksep": "0.2", "nodesep": "0.1"})
     graph.attr("node", fontsize="12", fontname="Helvetica")
     return graph
+
+
+def _operation(graph, name: str, label: str) -> None:
+    """A grey oval: an operation (the engine's) or a backward function (PyTorch's)."""
+    graph.node(name, label, shape="oval", style="filled", fillcolor=OP_COLOUR,
+               margin="0.04,0.03")
 
 
 # --- the lesson's engine -------------------------------------------------------------------
@@ -105,7 +113,7 @@ def _engine_name(node) -> str:
 def engine_graph(output):
     """A ``graphviz.Digraph`` of ``output``'s graph with each node's data and grad.
 
-    Each node is a box ``name | data | grad`` (blue: a leaf; green: ``output``); the
+    Each node is a box with its name, data and grad (blue: a leaf; green: ``output``); the
     operation that made a node is the grey oval in front of it. Arrows point the way the
     forward pass went; ``backward()`` walks them from right to left. A node used twice (as
     ``x`` in ``x * x``) has two arrows leaving it: two paths, whose gradients add up.
@@ -119,8 +127,7 @@ def engine_graph(output):
         graph.node(name, _record(_engine_name(node), node.data, node.grad), shape="record",
                    style="filled", fillcolor=colour)
         if node._prev:
-            graph.node(name + "op", _escape(str(node._op)), shape="oval", style="filled",
-                       fillcolor=OP_COLOUR)
+            _operation(graph, name + "op", _escape(str(node._op)))
             graph.edge(name + "op", name)
             for child in node._prev:
                 graph.edge(names[id(child)], name + "op")
@@ -221,8 +228,8 @@ def torch_graph(output: torch.Tensor, named: Mapping[str, torch.Tensor],
 
     ``named`` maps names to the graph's tensors (leaves and intermediate results); ``grads``
     maps the same names to the gradients that hooks recorded during ``backward()``. Grey ovals
-    are the backward functions autograd recorded (``MulBackward0``...); a box ``name | data |
-    grad`` follows the function that made a named tensor; a leaf's box stands for its
+    are the backward functions autograd recorded (``MulBackward0``...); a box (name, data,
+    grad) follows the function that made a named tensor; a leaf's box stands for its
     ``AccumulateGrad`` step. An unnamed intermediate result has no box: autograd kept no
     value for it that we could show.
     """
@@ -239,7 +246,7 @@ def torch_graph(output: torch.Tensor, named: Mapping[str, torch.Tensor],
             source[id(fn)] = box
             continue
         op = f"f{k}"
-        graph.node(op, type(fn).__name__, shape="oval", style="filled", fillcolor=OP_COLOUR)
+        _operation(graph, op, type(fn).__name__)
         for child, _ in fn.next_functions:
             if child is not None:
                 graph.edge(source[id(child)], op)

@@ -2,9 +2,10 @@
 
 In a notebook, ``draw_graph(loss, {"x": x})`` shows the picture (torchviz's ``make_dot``,
 labelled by the course), or the same graph as text when Graphviz's ``dot`` is missing. A
-picture (:class:`Picture`) comes as a PNG too, which every viewer shows: JupyterLab opening a
-notebook it does not trust (where SVG is not shown), and the grader's pages, which show no
-SVG of a student's. Its plain-text alternative is the graph as text:
+picture (:class:`Picture`) is a PNG at most :data:`MAX_WIDTH` pixels wide, which every viewer
+shows: JupyterLab opening a notebook it does not trust yet (it shows no SVG there: a lesson
+just opened), and the grader's pages, which show no SVG of a student's. Its plain-text
+alternative is the graph as text:
 
 >>> import torch
 >>> x = torch.tensor([1.0, 2.0], requires_grad=True)
@@ -54,47 +55,45 @@ def _named_steps(output, params):
     return {id(fn): name for name, fn in fns}, fns
 
 
-#: The widest picture, in CSS pixels: JupyterLab's output area is 968 px wide.
+#: The widest picture, in pixels: JupyterLab's output area is 968 px wide.
 MAX_WIDTH = 960
-#: Pixels per inch of a picture's PNG: twice the screen's 96, shown at half its size (sharp
-#: on high-density screens).
-DPI = 192
+#: Graphviz's pixels per inch at a picture's natural size: one pixel per CSS pixel.
+SCREEN_DPI = 96
+
+
+def png_width(png: bytes) -> int:
+    """The width in pixels of a PNG image, read from its header."""
+    return int.from_bytes(png[16:20], "big")
 
 
 class Picture:
-    """A Graphviz graph shown at most :data:`MAX_WIDTH` pixels wide: as a PNG, which every
-    viewer shows (JupyterLab, in a notebook it does not trust yet, shows no SVG; the grader's
-    pages show no student's SVG), as SVG where the notebook is trusted, and with ``text`` (the
-    graph as text) as its plain-text alternative. ``graph`` is the ``graphviz.Digraph``."""
+    """A Graphviz graph shown as a PNG (``graph`` is the ``graphviz.Digraph``), with ``text``
+    (the graph as text) as its plain-text alternative.
+
+    The PNG is at most :data:`MAX_WIDTH` pixels wide and is shown at its natural size or
+    narrower: a small graph at twice the screen's resolution (sharp on high-density
+    screens), a wide one scaled down to fit. No SVG: JupyterLab does not show SVG in a
+    notebook it does not trust yet, and the grader's pages drop it.
+    """
 
     def __init__(self, graph, text: str):
         self.graph, self.text = graph, text
 
-    def _sized(self):
+    def _png(self, dpi: float) -> bytes:
         graph = self.graph.copy()
-        width, _, height = str(graph.graph_attr.get("size", "")).rstrip("!").partition(",")
-        try:
-            inches = min(float(width), MAX_WIDTH / 96)
-        except ValueError:
-            inches = MAX_WIDTH / 96
-        graph.graph_attr.update(size=f"{inches:g},{height or 100}")
-        return graph
-
-    def png(self) -> bytes:
-        """The picture as PNG bytes, drawn by Graphviz's ``dot`` at :data:`DPI`."""
-        graph = self._sized()
-        graph.graph_attr.update(dpi=str(DPI))
+        graph.graph_attr.update(dpi=f"{dpi:.2f}")
         return graph.pipe(format="png")
 
-    def svg(self) -> str:
-        """The picture as SVG, drawn by Graphviz's ``dot``."""
-        return self._sized().pipe(format="svg", encoding="utf-8")
+    def natural_width(self) -> int:
+        """The picture's width in CSS pixels before it is scaled to fit."""
+        return png_width(self._png(SCREEN_DPI))
 
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        png = self.png()
-        width = int.from_bytes(png[16:20], "big") * 96 // DPI  # the PNG header's width
-        return ({"image/png": png, "image/svg+xml": self.svg(), "text/plain": self.text},
-                {"image/png": {"width": max(1, width)}})
+    def _repr_png_(self):
+        """What IPython shows: the PNG's bytes, and the width (CSS pixels) to show it at."""
+        natural = self.natural_width()
+        shown = min(natural, MAX_WIDTH)
+        dpi = SCREEN_DPI * min(2.0, MAX_WIDTH / natural)  # never more than MAX_WIDTH pixels
+        return self._png(int(dpi * 100) / 100), {"width": shown}
 
     def __repr__(self) -> str:
         return self.text

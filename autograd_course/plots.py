@@ -136,7 +136,7 @@ def plot_lr_comparison(
     that is too large (the iterates run away). Returns the matplotlib ``Figure``.
     """
     fig, axes = plt.subplots(
-        2, len(lrs), figsize=(3.4 * len(lrs), 6.2), squeeze=False, height_ratios=(3, 2)
+        2, len(lrs), figsize=(2.3 * len(lrs), 5.2), squeeze=False, height_ratios=(3, 2)
     )
     for column, lr in enumerate(lrs):
         xs = sgd_trajectory(function, x0=x0, lr=lr, steps=steps)
@@ -177,7 +177,7 @@ def lr_slider(
 
     def draw(lr: float) -> None:
         xs = sgd_trajectory(function, x0=x0, lr=lr, steps=steps)
-        fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
+        fig, (left, right) = plt.subplots(1, 2, figsize=(9.2, 3.4))
         plot_iterates(function, xs, ax=left, title=f"lr = {lr:.3f}: x{steps} = {xs[-1]:.4g}")
         plot_steps(xs, ax=right, minimum=minimum)
         fig.tight_layout()

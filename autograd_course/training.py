@@ -151,7 +151,7 @@ def plot_newton_vs_sgd(
 
     from autograd_course.plots import iterates_inside
 
-    fig, axes = plt.subplots(len(runs), 2, figsize=(11, 3.4 * len(runs)), squeeze=False,
+    fig, axes = plt.subplots(len(runs), 2, figsize=(9.2, 3.0 * len(runs)), squeeze=False,
                              width_ratios=(3, 2))
     t = np.linspace(*x_range, 400)
     with torch.no_grad():
@@ -202,7 +202,7 @@ def plot_training(
     import matplotlib.pyplot as plt
     import numpy as np
 
-    fig, (curves, picture) = plt.subplots(1, 2, figsize=(11, 4))
+    fig, (curves, picture) = plt.subplots(1, 2, figsize=(9.2, 3.6))
     epochs = range(1, len(losses) + 1)
     curves.plot(epochs, losses, "o-", ms=3, color="tab:red", label="mean training loss")
     curves.set_xlabel("epoch")

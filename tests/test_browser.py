@@ -8,22 +8,30 @@ each submission, the feedback (served by the Jupyter server, and as a file), the
 No payload may run (no console line, request or page mark of one), no page may make a request
 the student wrote, and the honest pictures must show. The same check on a page that nothing
 made inert (the submission itself, as formgrader's template renders it) finds the payloads:
-the check can fail.
+the check can fail. No page asks anything of another machine: MathJax comes from this one
+(Debian's libjs-mathjax, served by the course's server extension, or read as files), and it
+typesets the course's math.
 """
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 from nbgrader.api import Gradebook
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from support.browser import CHROMIUM, chromium
 from support.lab import TOKEN, running_lab
 from support.pages import formgrader_html
 from support.toy import make_class
+
+from autograd_course.grading import mathjax
+from autograd_course.testkit import classes
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
 import payloads  # noqa: E402
@@ -31,25 +39,65 @@ import payloads  # noqa: E402
 pytestmark = pytest.mark.services
 
 STUDENTS = ["attack_scripts", "honest_pictures", "right"]
-MATHJAX = "https://cdnjs.cloudflare.com/ajax/libs/mathjax/"  # nbconvert's own, not a student's
+#: The course's words with math, put in one graded notebook (the toy assignment has none).
+MATH = r"The derivative of $x^2$ is $2x$."
+#: What MathJax did on a page: its version, its Safe extension, the formulas it typeset.
+MATHJAX_STATE = """() => ({
+    version: window.MathJax && MathJax.version || null,
+    safe: !!(window.MathJax && MathJax.Extension && MathJax.Extension.Safe),
+    typeset: document.querySelectorAll(".MathJax_CHTML").length,
+    errors: document.querySelectorAll(".MathJax_Error, .mjx-merror").length})"""
+
+
+def add_math(base: Path, student: str) -> None:
+    """Put the course's words with math into ``student``'s graded notebook and its feedback."""
+    graded = base / "autograded" / student / "toy" / "toy.ipynb"
+    nb = nbformat.read(graded, as_version=4)
+    nb.cells.insert(0, nbformat.v4.new_markdown_cell(MATH))
+    nbformat.write(nb, graded)
+    done = classes.nbgrader(base, "generate_feedback", "toy", "--student", student, "--force")
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def mathjax_state(browser, url: str, **visit) -> dict:
+    """Open ``url``, wait until MathJax has typeset the page (20 s at most), and say what it
+    did and every request the page made."""
+    page = browser.context.new_page()
+    requests = []
+    page.on("request", lambda request: requests.append(request.url))
+    page.goto(url, wait_until="load", **visit)
+    with contextlib.suppress(PlaywrightTimeout):  # the state below says what is missing
+        page.wait_for_function("() => window.MathJax && MathJax.Hub && MathJax.Hub.Startup"
+                               " && document.querySelector('.MathJax_CHTML')", timeout=20_000)
+    state = dict(page.evaluate(MATHJAX_STATE), requests=requests)
+    page.close()
+    return state
 
 
 @pytest.fixture(scope="module")
-def pages(tmp_path_factory, root):
-    """Every page of the graded class, as the browser saw it: {(page, student): Visit}."""
+def browser():
+    """Headless Chromium, one for the module (Playwright's sync API runs one at a time)."""
     assert Path(CHROMIUM).exists() and shutil.which("chromium"), (
         "Debian's chromium is required: `make test` installs it when run as root")
+    with chromium() as opened:
+        yield opened
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory, root, browser):
+    """Every page of the graded class, as the browser saw it: {(page, student): Visit}."""
     base = make_class(tmp_path_factory.mktemp("browser") / "course", root, STUDENTS)
     graded = subprocess.run([sys.executable, "-m", "autograd_course", "grade", "toy", "--jobs",
                              "2"], cwd=base, capture_output=True, text=True)
     assert graded.returncode == 0, graded.stderr[-2000:]
+    add_math(base, "right")
     with Gradebook(f"sqlite:///{base / 'gradebook.db'}") as gb:
         ids = {s: gb.find_submission_notebook("toy", "toy", s).id for s in STUDENTS}
     control = base.parent / "not-inert.html"  # the submission, with nothing made inert
     control.write_text(formgrader_html(base / "submitted" / "attack_scripts" / "toy"
                                        / "toy.ipynb"))
     seen = {}
-    with running_lab(base, base.parent / "lab.log") as lab, chromium() as browser:
+    with running_lab(base, base.parent / "lab.log") as lab:
         browser.visit(f"{lab.base}/api/status?token={TOKEN}", settle_ms=0)  # the login
         for student in STUDENTS:
             seen["formgrader", student] = browser.visit(
@@ -60,13 +108,19 @@ def pages(tmp_path_factory, root):
                 (base / "feedback" / student / "toy" / "toy.html").as_uri())
         seen["report", ""] = browser.visit((base / "reports" / "toy" / "report.html").as_uri())
         seen["not inert", ""] = browser.visit(control.as_uri())
+        feedback = base / "feedback" / "right" / "toy" / "toy.html"
+        seen["mathjax", "formgrader"] = mathjax_state(
+            browser, f"{lab.base}/formgrader/submissions/{ids['right']}/")
+        seen["mathjax", "feedback"] = mathjax_state(
+            browser, f"{lab.base}/files/feedback/right/toy/toy.html", referer=f"{lab.base}/tree")
+        seen["mathjax", "feedback file"] = mathjax_state(browser, feedback.as_uri())
         yield seen, lab.base
 
 
 def test_no_script_of_the_student_runs_on_any_page(pages):
     seen, _ = pages
     for key, visit in seen.items():
-        if key[0] != "not inert":
+        if key[0] not in ("not inert", "mathjax"):
             assert visit.ran(payloads.MARK) == [], key
 
 
@@ -75,8 +129,10 @@ def test_no_page_makes_a_request_the_student_wrote(pages):
     for key, visit in seen.items():
         if key[0] == "not inert":
             continue
-        for url in visit.requests:
-            assert url.startswith((server, "file://", "data:", MATHJAX)), (key, url)
+        requests = visit["requests"] if key[0] == "mathjax" else visit.requests
+        for url in requests:
+            # this machine only: the Jupyter server, files, inline data (no CDN, no student's)
+            assert url.startswith((server + "/", "file://", "data:")), (key, url)
             assert payloads.STUDENT_HOST not in url and payloads.MARK not in url, (key, url)
 
 
@@ -88,14 +144,75 @@ def test_the_pages_are_the_real_ones(pages):
     assert "raised ValueError" in seen["feedback", "attack_scripts"].text
     formgrader = seen["formgrader", "right"]
     assert any("/formgrader/static/js/formgrade.js" in url for url in formgrader.requests)
-    assert not formgrader.errors or all("MathJax" in e for e in formgrader.errors), (
-        formgrader.errors)
+    assert formgrader.errors == []  # MathJax is there before formgrader's scripts use it
+
+
+@pytest.mark.parametrize("where", ["formgrader", "feedback", "feedback file"])
+def test_math_is_typeset_by_the_mathjax_of_this_machine(pages, where):
+    seen, server = pages
+    state = seen["mathjax", where]
+    local = (f"{server}/{mathjax.ROUTE}/MathJax.js" if where != "feedback file"
+             else (mathjax.MATHJAX_DIR / "MathJax.js").as_uri())
+    assert any(url.startswith(local + "?config=TeX-AMS_CHTML-full,Safe")
+               for url in state["requests"]), state["requests"]
+    assert state["version"].startswith("2.7") and state["safe"], state
+    assert state["typeset"] == 2 and state["errors"] == 0, state  # $x^2$ and $2x$
 
 
 def test_honest_plots_and_graphs_show(pages):
     seen, _ = pages
     for where in ("formgrader", "feedback", "feedback file"):
         assert seen[where, "honest_pictures"].images == 2, where  # the plot and the graph
+
+
+#: The lessons with computation graphs, and how many each draws.
+GRAPHS = {"01_gradients": 1, "02_three_weights": 2, "07_engine": 4}
+#: JupyterLab's output area, in pixels.
+OUTPUT_AREA = 968
+#: The outputs of the notebook JupyterLab shows.
+OUTPUTS = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output"
+#: An output image: loaded or not, its pixels and the width it is shown at.
+IMAGE = """i => ({loaded: i.complete && i.naturalWidth > 0, pixels: i.naturalWidth,
+                  shown: i.getBoundingClientRect().width, src: i.src.slice(0, 15)})"""
+
+
+@pytest.fixture(scope="module")
+def lessons_in_lab(tmp_path_factory, root, browser):
+    """Each lesson with graphs as JupyterLab shows it when a learner first opens it (the
+    notebook not trusted): {lesson: (its output images, its outputs' text)}."""
+    course = tmp_path_factory.mktemp("lessons") / "course"
+    shutil.copytree(root / "notebooks", course / "notebooks")
+    shutil.copy2(root / "nbgrader_config.py", course / "nbgrader_config.py")
+    shown = {}
+    with running_lab(course, course.parent / "lab.log") as lab:
+        browser.visit(f"{lab.base}/api/status?token={TOKEN}", settle_ms=0)  # the login
+        for name in GRAPHS:
+            page = browser.context.new_page()
+            page.set_viewport_size({"width": 1400, "height": 900})
+            # a workspace of its own: JupyterLab opens only this notebook
+            page.goto(f"{lab.base}/lab/workspaces/{name}/tree/notebooks/{name}.ipynb?reset")
+            page.wait_for_selector(OUTPUTS, timeout=90_000)
+            with contextlib.suppress(PlaywrightTimeout):  # the test says what is missing
+                page.wait_for_function(f"n => document.querySelectorAll('{OUTPUTS} img')"
+                                       ".length >= n", arg=GRAPHS[name], timeout=20_000)
+            images = []
+            for image in page.locator(f"{OUTPUTS} img").all():
+                image.scroll_into_view_if_needed()
+                images.append(image.evaluate(IMAGE))
+            text = "\n".join(page.locator(OUTPUTS).all_inner_texts())
+            shown[name] = (images, text)
+            page.close()
+    return shown
+
+
+@pytest.mark.parametrize("name", GRAPHS)
+def test_a_lesson_just_opened_shows_its_graphs_as_pictures(lessons_in_lab, name):
+    images, text = lessons_in_lab[name]
+    assert len(images) == GRAPHS[name], images
+    for image in images:
+        assert image["loaded"] and image["src"].startswith("data:image/png"), image
+        assert 0 < image["shown"] <= OUTPUT_AREA and image["pixels"] <= OUTPUT_AREA, image
+    assert "Digraph" not in text and "graphviz" not in text
 
 
 def test_the_check_finds_payloads_where_nothing_made_them_inert(pages):

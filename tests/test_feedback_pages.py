@@ -1,0 +1,141 @@
+"""The pages people see of a graded notebook (the feedback, formgrader's view), rendered as
+nbgrader renders them with the course's nbgrader_config.py: diagnoses shown as text, word for
+word, and MathJax loaded from this machine, never from a CDN. (tests/test_browser.py opens the
+real pages in a browser.)"""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbconvert.exporters import HTMLExporter
+from nbgrader.converters import GenerateFeedback
+from nbgrader.coursedir import CourseDirectory
+from traitlets.config import Config
+from traitlets.config.loader import PyFileConfigLoader
+
+from autograd_course.grading import mathjax, pipeline
+from autograd_course.grading.preprocessors import HideHiddenTests, ShowCommentsAsText
+
+COURSE = Path(__file__).resolve().parent.parent
+#: A diagnosis as a check writes it: Markdown would make ``__name__`` a bold "name".
+DIAGNOSIS = ("CheckError: grad_fn name should be a string (or None), but it is an int: return "
+             "the class name, type(t.grad_fn).__name__.")
+MATH = r"The derivative of $x^2$ is $2x$."
+
+
+def course_config() -> Config:
+    """The course's nbgrader_config.py, as every nbgrader command loads it."""
+    return PyFileConfigLoader("nbgrader_config.py", path=str(COURSE)).load_config()
+
+
+def graded_notebook() -> nbformat.NotebookNode:
+    """An autograded notebook: the course's words with math, an answer whose comment is the
+    diagnosis (nbgrader's GetGrades puts it there), and a failed test cell that printed it."""
+    def meta(grade_id, **flags):
+        return {"nbgrader": {"grade_id": grade_id, "schema_version": 3, "locked": False,
+                             "solution": False, "grade": False, **flags}}
+
+    answer = nbformat.v4.new_code_cell("def name_of(t):\n    return 1",
+                                       metadata=meta("q2", solution=True, comment=DIAGNOSIS))
+    test = nbformat.v4.new_code_cell("check_grad_fn_name(name_of(t), t)", metadata=meta(
+        "q2_test", grade=True, locked=True, points=1, score=0))
+    test.outputs = [
+        nbformat.v4.new_output("stream", name="stdout", text=DIAGNOSIS + "\n"),
+        nbformat.v4.new_output("error", ename="CheckError", evalue=DIAGNOSIS.split(": ", 1)[1],
+                               traceback=[f"\x1b[0;31m{DIAGNOSIS}\x1b[0m"]),
+    ]
+    return nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(MATH), answer, test])
+
+
+def feedback_html(nb) -> str:
+    """The feedback page: nbgrader's GenerateFeedback exporter, and the course's feedback
+    preprocessors that run after GetGrades (which needs a gradebook)."""
+    after = pipeline.feedback_preprocessors()
+    assert [p.rsplit(".", 1)[-1] for p in after[1:3]] == ["HideHiddenTests", "ShowCommentsAsText"]
+    resources = {"nbgrader": {"notebook": "toy", "score": 0, "max_score": 1, "late_penalty": 0}}
+    for preprocessor in (HideHiddenTests(), ShowCommentsAsText()):
+        nb, resources = preprocessor.preprocess(nb, resources)
+    config = course_config()
+    converter = GenerateFeedback(coursedir=CourseDirectory(config=config), config=config)
+    return HTMLExporter(config=converter.config).from_notebook_node(nb, resources)[0]
+
+
+def formgrader_html(nb) -> str:
+    """Formgrader's view of a submission: its exporter's settings, then the course's."""
+    import nbgrader.server_extensions.formgrader.handlers as handlers
+
+    config = Config()
+    config.HTMLExporter.template_name = "formgrade"  # FormgradeExtension.build_extra_config
+    config.HTMLExporter.extra_template_basedirs = [handlers.template_path]
+    config.merge(course_config())  # nbgrader_config.py is loaded after those
+    resources = {"assignment_id": "a", "notebook_id": "toy", "submission_id": "s", "index": 0,
+                 "total": 1, "base_url": "", "student": "s", "last_name": None,
+                 "first_name": None, "notebook_path": "toy.ipynb"}
+    return HTMLExporter(config=config).from_notebook_node(nb, resources)[0]
+
+
+PAGES = {"feedback": feedback_html, "formgrader": formgrader_html}
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_a_diagnosis_is_shown_word_for_word(page):
+    html = PAGES[page](graded_notebook())
+    assert "<strong>name</strong>" not in html and "<em>" not in html
+    # the comment (feedback only: formgrader shows it in a text box), the print, the error
+    shown = html.count("type(t.grad_fn).__name__.")
+    assert shown == (3 if page == "feedback" else 2), html
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_pages_load_mathjax_from_this_machine_never_a_cdn(page):
+    html = PAGES[page](graded_notebook())
+    assert "cdnjs" not in html and "mathjax@" not in html.lower()
+    remote = [src for src in re.findall(r"""src=["']?([^"' >]+)""", html)
+              if re.match(r"(https?:)?//", src)]
+    assert remote == []
+    # the course's macro, with the paths the server extension and Debian use
+    assert f'"file://{mathjax.MATHJAX_DIR}"' in html and f'"{mathjax.ROUTE}"' in html
+    assert "/MathJax.js?config=TeX-AMS_CHTML-full,Safe" in html  # Safe: student content
+    assert html.count("window.MathJax = {") == 1
+    assert MATH in html  # left for MathJax to typeset
+
+
+def test_the_mathjax_the_pages_load_is_installed():
+    assert mathjax.available(), "MathJax is missing: apt-get install libjs-mathjax"
+    for part in ("config/TeX-AMS_CHTML-full.js", "config/Safe.js", "extensions/Safe.js",
+                 "jax/output/CommonHTML/fonts/TeX/fontdata.js"):
+        assert (mathjax.MATHJAX_DIR / part).is_file(), part
+    version = re.search(r'MathJax\.version\s*=\s*"([\d.]+)"',
+                        (mathjax.MATHJAX_DIR / "MathJax.js").read_text())
+    assert version and version.group(1).startswith("2.7")
+
+
+def test_the_jupyter_server_serves_the_mathjax():
+    # formgrader, and the feedback under /files/, load MathJax from the Jupyter server
+    from jupyter_core.paths import jupyter_config_path
+    from jupyter_server.extension.config import ExtensionConfigManager
+
+    enabled = ExtensionConfigManager(read_config_path=jupyter_config_path())
+    assert enabled.get_jpserver_extensions().get("autograd_course.grading.mathjax"), (
+        "enable the course's server extension: a file etc/jupyter/jupyter_server_config.d/"
+        'autograd_course.json in the environment holding {"ServerApp": {"jpserver_extensions":'
+        ' {"autograd_course.grading.mathjax": true}}}')
+    served = []
+
+    class WebApp:
+        settings = {"base_url": "/base/"}
+
+        def add_handlers(self, host, handlers):
+            served.extend(handlers)
+
+    class ServerApp:
+        web_app, log = WebApp(), logging.getLogger(__name__)
+
+    mathjax._load_jupyter_server_extension(ServerApp())
+    (pattern, _, options), = served
+    assert pattern == "/base/autograd-course/mathjax/(.*)"
+    assert options == {"path": str(mathjax.MATHJAX_DIR)}
