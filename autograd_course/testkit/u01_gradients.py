@@ -91,6 +91,32 @@ WRONG: dict[str, list[Wrong]] = {
             not_says=["no_grad"],
             breaks="Leave the caller's tensors `x` and `y` unchanged",
         ),
+        wrong(
+            "switches requires_grad on for the caller's tensors, then empties their .grad",
+            function(_PARTIALS, """
+                x.requires_grad_(True)
+                y.requires_grad_(True)
+                f(x, y).sum().backward()
+                df_dx, df_dy = x.grad, y.grad
+                x.grad = y.grad = None
+                return df_dx, df_dy
+                """),
+            "changed_input",
+            ["set requires_grad on x", "copy"],
+            noted=True,
+            breaks="Leave the caller's tensors `x` and `y` unchanged",
+        ),
+        wrong(
+            "mean instead of sum",
+            function(_PARTIALS, """
+                x = x.detach().clone().requires_grad_(True)
+                y = y.detach().clone().requires_grad_(True)
+                f(x, y).mean().backward()
+                return x.grad, y.grad
+                """),
+            "mean",
+            [".mean() divides"],
+        ),
         wrong("blank", function(_PARTIALS, _STUB), "blank", ["NotImplementedError"]),
     ],
     "q2_leaf_and_grad_fn": [

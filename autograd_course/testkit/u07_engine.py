@@ -271,7 +271,7 @@ WRONG: dict[str, list[Wrong]] = {
             value_class(log="return 1.0 / self.data"),
             "type",
             ["tuple"],
-            breaks='as a tuple (also for one input: `(slope,)`)',
+            breaks='as a tuple of Python numbers',
         ),
         wrong("left blank", value_class(**{k.lower(): _STUB for k in RULES}), "blank",
               ["NotImplementedError"]),
@@ -337,6 +337,27 @@ WRONG: dict[str, list[Wrong]] = {
             "extra",
             ["not in the graph"],
             breaks="a list of every node of `output`'s graph",
+        ),
+        wrong(
+            "marks a node visited when it is pushed, not when it is expanded",
+            function(_TOPO, """
+                order, visited = [], {output}
+                stack = [(output, False)]
+                while stack:
+                    node, inputs_done = stack.pop()
+                    if inputs_done:
+                        order.append(node)
+                        continue
+                    stack.append((node, True))
+                    for child in node._prev:
+                        if child not in visited:
+                            visited.add(child)
+                            stack.append((child, False))
+                return order
+                """),
+            "order",
+            ["before one of its inputs"],
+            breaks="each node **after all of its inputs**",
         ),
         wrong("no visited set", _iterative(visited=False), "duplicates",
               ["more than once", "visited"], breaks='**each\nnode once**'),
@@ -441,6 +462,16 @@ WRONG: dict[str, list[Wrong]] = {
                                      "return {n: grads[n] for n in order if not n._prev}"),
             "missing",
             ["without an entry", "every node"],
+        ),
+        wrong(
+            "a dict keyed by id(node)",
+            _backpropagate(start="grads = {id(node): 0.0 for node in order}",
+                           seed="grads[id(output)] = 1.0",
+                           add="grads[id(child)] += slope * grads[id(node)]",
+                           leaf="node.grad += grads[id(node)]"),
+            "missing",
+            ["key it by the node itself"],
+            breaks="keyed by the node\n   itself",
         ),
         wrong("left blank", _STUB, "blank", ["NotImplementedError"]),
     ],

@@ -236,6 +236,26 @@ WRONG: dict[str, list[Wrong]] = {
             breaks='Compute $g$ and $H$\nwith autograd',
         ),
         wrong(
+            "H by finite differences of the autograd gradient",
+            function(_NEWTON, """
+                x = x.detach()
+
+                def gradient_at(p):
+                    p = p.detach().requires_grad_(True)
+                    return torch.autograd.grad(f(p), p)[0]
+
+                h = 1e-5
+                g = gradient_at(x)
+                e = torch.eye(len(x), dtype=torch.float64) * h
+                H = torch.stack([(gradient_at(x + e[i]) - gradient_at(x - e[i])) / (2 * h)
+                                 for i in range(len(x))])
+                return x - torch.linalg.solve(H, g)
+                """),
+            "not_autograd",
+            ["finite differences of the gradient"],
+            breaks="Compute $g$ and $H$\nwith autograd",
+        ),
+        wrong(
             "no create_graph=True",
             _newton(create_graph=""),
             "no_graph",
