@@ -10,16 +10,21 @@ _RETAIN = "def leaf_and_intermediate_grads(values):"
 _STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
 
 
+def _partials(call: str = "f(x, y).sum().backward()", result: str = "x.grad, y.grad") -> str:
+    """The reference partials with its backward call or its result replaced."""
+    return function(_PARTIALS, f"""
+        x = x.detach().clone().requires_grad_(True)
+        y = y.detach().clone().requires_grad_(True)
+        {call}
+        return {result}
+        """)
+
+
 WRONG: dict[str, list[Wrong]] = {
     "q1_partials": [
         wrong(
             "no backward()",
-            function(_PARTIALS, """
-                x = x.detach().clone().requires_grad_(True)
-                y = y.detach().clone().requires_grad_(True)
-                f(x, y).sum()
-                return x.grad, y.grad
-                """),
+            _partials(call="f(x, y).sum()"),
             "none",
             ["None", "backward"],
             breaks='computed by autograd',
@@ -49,12 +54,7 @@ WRONG: dict[str, list[Wrong]] = {
         ),
         wrong(
             "the partial derivatives swapped",
-            function(_PARTIALS, """
-                x = x.detach().clone().requires_grad_(True)
-                y = y.detach().clone().requires_grad_(True)
-                f(x, y).sum().backward()
-                return y.grad, x.grad
-                """),
+            _partials(result="y.grad, x.grad"),
             "swapped",
             ["other input"],
             breaks='returned as a pair of tensors `(df_dx, df_dy)`',
@@ -108,12 +108,7 @@ WRONG: dict[str, list[Wrong]] = {
         ),
         wrong(
             "mean instead of sum",
-            function(_PARTIALS, """
-                x = x.detach().clone().requires_grad_(True)
-                y = y.detach().clone().requires_grad_(True)
-                f(x, y).mean().backward()
-                return x.grad, y.grad
-                """),
+            _partials(call="f(x, y).mean().backward()"),
             "mean",
             [".mean() divides"],
         ),

@@ -181,6 +181,18 @@ def _backpropagate(start: str = "grads = {node: 0.0 for node in order}",
     ])
 
 
+#: Lesson 07's backward pass (cell 8), which keeps the gradients in .grad and returns nothing.
+_LESSON_BACKPROPAGATE = function(_BACK, """
+    for node in order:
+        if node._prev:
+            node.grad = 0.0
+    output.grad = 1.0
+    for node in reversed(order):
+        for child, slope in zip(node._prev, node._local_grads()):
+            child.grad += slope * node.grad
+    """)
+
+
 def _iterative(append_when: str = "inputs_done", visited: bool = True, ret: str = "order"
                ) -> str:
     """An explicit-stack topological order; ``append_when="popped"`` appends a node when it is
@@ -410,31 +422,14 @@ WRONG: dict[str, list[Wrong]] = {
         ),
         wrong(
             "the lesson's backpropagate",
-            function(_BACK, """
-                for node in order:
-                    if node._prev:
-                        node.grad = 0.0
-                output.grad = 1.0
-                for node in reversed(order):
-                    for child, slope in zip(node._prev, node._local_grads()):
-                        child.grad += slope * node.grad
-                """),
+            _LESSON_BACKPROPAGATE,
             "type",
             ["return", "nothing"],
             breaks='return `grads`',
         ),
         wrong(
             "the lesson's backpropagate, returning the .grad of every node",
-            function(_BACK, """
-                for node in order:
-                    if node._prev:
-                        node.grad = 0.0
-                output.grad = 1.0
-                for node in reversed(order):
-                    for child, slope in zip(node._prev, node._local_grads()):
-                        child.grad += slope * node.grad
-                return {node: node.grad for node in order}
-                """),
+            _LESSON_BACKPROPAGATE + "\n    return {node: node.grad for node in order}",
             "touched",
             ["changed the .grad", "leaves only"],
             breaks='leave the `.grad`\n   of every other node exactly as it was',
