@@ -291,6 +291,12 @@ def test_the_near_copy_test_finds_a_copy_renamed_and_commented():
     copy = body.replace('    """', '    ### BEGIN SOLUTION\n    # my own walk\n    """', 1)
     copy += "\n    ### END SOLUTION"
     assert nearcopy.near_copy_share(copy, lesson)[0] >= nearcopy.THRESHOLD
+    # rules in several regions of a given class, as 07 Q1 had: the lesson's own class with
+    # each rule's line as a solution region
+    rules = re.sub(r"\n( +)(return .*)\n", r"\n\1### BEGIN SOLUTION\n\1\2\n\1### END SOLUTION\n",
+                   next(c for c in lesson if "class Value" in c))
+    assert rules.count("BEGIN SOLUTION") >= 6
+    assert nearcopy.near_copy_share(rules, lesson)[0] >= nearcopy.THRESHOLD
     # 08 Q2's few tokens are all in a long lesson cell, in order but far apart: the stretch
     # tells that apart from a copy
     freeze = next(c for c in load("08_training").cells

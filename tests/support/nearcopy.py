@@ -4,9 +4,11 @@ Tokenise both with names, strings and comments normalised away (keywords and num
 leave the solution's ``def`` line and docstring out, and call the solution a near-copy of a
 lesson cell when that cell contains at least :data:`THRESHOLD` of the solution's tokens in
 order (difflib's matching blocks) within a stretch at most a quarter longer than the
-solution. The stretch keeps a long cell from "containing" a short solution whose few
-keywords and operators it happens to hold, far apart; a copy, renamed or not, sits in one
-stretch. Solutions under :data:`SHORTEST` tokens (a one-line fix) are too short to compare.
+solution, or than the solution's spread when it is in several regions of a given cell (07
+Q1's rules, one per method of a class). The stretch keeps a long cell from "containing" a
+short solution whose few keywords and operators it happens to hold, far apart; a copy,
+renamed or not, sits in one stretch. Solutions under :data:`SHORTEST` tokens (a one-line
+fix) are too short to compare.
 """
 
 from __future__ import annotations
@@ -85,10 +87,24 @@ def share_in_order(solution: list[str], cell: list[str]) -> float:
     return sum(block.size for block in matcher.get_matching_blocks()) / len(solution)
 
 
-def contained_share(solution: list[str], cell: list[str]) -> float:
+def spread(cell_source: str) -> float:
+    """How spread out a solution is in its cell: the lines from its first region's start to
+    its last region's end, over its own lines (1 for a single region, or none)."""
+    lines = cell_source.splitlines()
+    begins = [i for i, line in enumerate(lines) if line.strip() == MARKERS[0]]
+    ends = [i for i, line in enumerate(lines) if line.strip() == MARKERS[1]]
+    if not begins or not ends:
+        return 1.0
+    own = sum(e - b - 1 for b, e in zip(begins, ends, strict=True))
+    spanned = ends[-1] - begins[0] - 1 - 2 * (len(begins) - 1)
+    return max(1.0, spanned / max(own, 1))
+
+
+def contained_share(solution: list[str], cell: list[str], spread: float = 1.0) -> float:
     """The largest share of the solution's tokens, in order, in a stretch of the cell at most
-    a quarter longer than the solution (the whole cell when it is shorter than that)."""
-    width = (5 * len(solution)) // 4
+    a quarter longer than the solution times its spread (the whole cell when it is shorter
+    than that)."""
+    width = int(5 * len(solution) * spread) // 4
     if len(cell) <= width:
         return share_in_order(solution, cell)
     starts = range(0, len(cell) - width + max(1, len(solution) // 4), max(1, len(solution) // 4))
@@ -99,5 +115,7 @@ def near_copy_share(solution_source: str, lesson_cells: list[str]) -> tuple[floa
     """The largest share of a solution cell's tokens that one lesson cell holds (in one
     stretch), and that cell's number among the lesson's code cells."""
     solution = tokens(solution_code(solution_source))
-    shares = [(contained_share(solution, tokens(cell)), k) for k, cell in enumerate(lesson_cells)]
+    wide = spread(solution_source)
+    shares = [(contained_share(solution, tokens(cell), wide), k)
+              for k, cell in enumerate(lesson_cells)]
     return max(shares)
