@@ -24,7 +24,7 @@ from pathlib import Path
 import zmq
 from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
-from jupyter_client.session import Session, json_unpacker
+from jupyter_client.session import Session
 from jupyter_core.utils import run_sync
 from nbgrader.preprocessors import Execute
 from traitlets import Any, Integer
@@ -50,15 +50,6 @@ def _structure(raw: bytes) -> int:
     return raw.count(b"[") + raw.count(b"{") + raw.count(b",")
 
 
-def bounded_unpack(data: bytes | str):
-    """jupyter_client's JSON unpacker, after a scan that refuses a part of a message with more
-    than :data:`MAX_STRUCTURE` brackets, braces and commas."""
-    raw = data if isinstance(data, bytes) else data.encode("utf8", "replace")
-    if _structure(raw) > MAX_STRUCTURE:
-        raise ValueError(TOO_STRUCTURED)
-    return json_unpacker(raw)
-
-
 class BoundedSession(Session):
     """jupyter_client's Session on the grader's side of a grading kernel: it refuses a message
     whose parts hold more than ``max_bytes`` in all (zmq bounds each part, not their number:
@@ -73,23 +64,19 @@ class BoundedSession(Session):
     max_bytes = Integer(MAX_MESSAGE, help="The most bytes of one message, all parts together.")
     on_refused = Any(None, allow_none=True, help="Called with the reason of a refusal.")
 
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.unpack = bounded_unpack  # jupyter_client: Session's public unpack trait
-
     def deserialize(self, msg_list, content=True, copy=True):
         if sum(len(part) for part in msg_list) > self.max_bytes:
             self._refuse(TOO_LARGE)
-        # the signature, then header, parent header, metadata and content: JSON
+        # the signature, then header, parent header, metadata and content: JSON, scanned once
+        # here, so that jupyter_client's own unpacker reads only what passed the scan
         if sum(_structure(getattr(part, "bytes", part)) for part in msg_list[1:5]) > (
                 MAX_STRUCTURE):
             self._refuse(TOO_STRUCTURED)
         try:
             return super().deserialize(msg_list, content=content, copy=copy)
         except ValueError as exc:
-            why = str(exc)
-            self._refuse(TOO_STRUCTURED if why == TOO_STRUCTURED else unreadable(
-                "a wrong signature" if "Signature" in why else "not a Jupyter message"))
+            self._refuse(unreadable(
+                "a wrong signature" if "Signature" in str(exc) else "not a Jupyter message"))
         except Exception:  # noqa: BLE001 - a signed message the kernel made up
             self._refuse(unreadable("not a Jupyter message"))
 
