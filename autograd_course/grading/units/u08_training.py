@@ -8,7 +8,7 @@ module is the grader's: the student's kernel does not see it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import torch
 
@@ -35,31 +35,14 @@ def reference_sgd(
     layers: Sequence[str] = ("hidden", "out"),
     *,
     clear: bool = True,
-    frozen: Iterable[str] = (),
 ) -> tuple[list[float], dict[str, torch.Tensor]]:
     """Full-batch SGD on the mean squared error of :func:`tanh_mlp`, in float64.
 
     Returns the loss before each step and the parameters after the last one (float64). With
     ``clear=False`` the gradients are never cleared, so each step uses the sum of all the
-    gradients so far (a loop without ``optimizer.zero_grad()``). Parameters whose name
-    starts with a layer of ``frozen`` (``"hidden."``) are left as they are.
+    gradients so far (a loop without ``optimizer.zero_grad()``): the velocity of momentum 1.
     """
-    frozen_prefixes = tuple(f"{name}." for name in frozen)
-    p = {k: v.detach().to(torch.float64).clone().requires_grad_(not k.startswith(frozen_prefixes))
-         for k, v in params.items()}
-    trained = [k for k in p if p[k].requires_grad]
-    x, y = x.to(torch.float64), y.to(torch.float64)
-    sums = {k: torch.zeros_like(p[k]) for k in trained}
-    losses = []
-    for _ in range(steps):
-        loss = ((tanh_mlp(p, x, layers) - y) ** 2).mean()
-        grads = torch.autograd.grad(loss, [p[k] for k in trained])
-        losses.append(loss.item())
-        with torch.no_grad():
-            for k, g in zip(trained, grads, strict=True):
-                sums[k] = g if clear else sums[k] + g
-                p[k] -= lr * sums[k]
-    return losses, {k: v.detach() for k, v in p.items()}
+    return _descend(params, x, y, lr, steps, layers, momentum=0.0 if clear else 1.0)
 
 
 def reference_momentum(
@@ -86,13 +69,24 @@ def reference_momentum(
     zeros from that step on; ``"once"``, ``.grad`` emptied at that step only (requires_grad
     left on); ``"live"``, not frozen at all.
     """
+    return _descend(params, x, y, lr, steps, layers, momentum=momentum, frozen=frozen,
+                    freeze_at=freeze_at, effect=effect)[1]
+
+
+def _descend(params, x, y, lr, steps, layers, *, momentum, frozen=None, freeze_at=0,
+             effect="live") -> tuple[list[float], dict[str, torch.Tensor]]:
+    """The loop of :func:`reference_sgd` and :func:`reference_momentum`: torch.optim.SGD's
+    update (the velocity ``momentum * v + g``, ``v = g`` at a parameter's first step), with
+    the frozen layer's gradients as ``effect`` leaves them; the losses and the parameters."""
     p = {k: v.detach().to(torch.float64).clone().requires_grad_(True) for k, v in params.items()}
     x, y = x.to(torch.float64), y.to(torch.float64)
     inside = {k for k in p if frozen is not None and k.startswith(f"{frozen}.")}
     buffers: dict[str, torch.Tensor] = {}
+    losses = []
     for step in range(steps):
         loss = ((tanh_mlp(p, x, layers) - y) ** 2).mean()
         grads = dict(zip(p, torch.autograd.grad(loss, list(p.values())), strict=True))
+        losses.append(loss.item())
         for k in inside if step >= freeze_at and effect != "live" else ():
             if effect == "none" or (effect == "once" and step == freeze_at):
                 grads[k] = None
@@ -104,4 +98,4 @@ def reference_momentum(
                     continue
                 buffers[k] = g.clone() if k not in buffers else momentum * buffers[k] + g
                 p[k] -= lr * buffers[k]
-    return {k: v.detach() for k, v in p.items()}
+    return losses, {k: v.detach() for k, v in p.items()}
