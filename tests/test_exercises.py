@@ -220,6 +220,11 @@ def test_wrong_answer_is_diagnosed(unit, qid, answer):
         assert visible.error is not None, "the visible checks catch this mistake"
 
 
+def cell_of(unit: str, grade_id: str):
+    """The cell of ``unit``'s source notebook with this grade id."""
+    return next(c for c in load(unit).cells if nbgrader_meta(c).get("grade_id") == grade_id)
+
+
 def prompt_of(unit: str, qid: str) -> str:
     """The text of question ``qid``: the markdown cells between its solution cell and the
     previous question's test cell."""
@@ -234,8 +239,7 @@ def prompt_of(unit: str, qid: str) -> str:
 
 
 def visible_part(unit: str, qid: str) -> str:
-    test = next(c for c in load(unit).cells if nbgrader_meta(c).get("grade_id") == f"{qid}_test")
-    return test.source.split(HIDDEN)[0]
+    return cell_of(unit, f"{qid}_test").source.split(HIDDEN)[0]
 
 
 @pytest.mark.parametrize(("unit", "qid"), ALL_QUESTIONS, ids=[f"{u}-{q}" for u, q in ALL_QUESTIONS])
@@ -275,7 +279,7 @@ def lesson_code_cells(unit: str) -> list[str]:
 def test_no_reference_solution_is_a_near_copy_of_a_lesson_cell(unit, qid):
     """A question applies the lesson to a case it did not show: typing a lesson cell in
     again does not answer it."""
-    cell = next(c for c in load(unit).cells if nbgrader_meta(c).get("grade_id") == qid)
+    cell = cell_of(unit, qid)
     if len(nearcopy.tokens(nearcopy.solution_code(cell.source))) < nearcopy.SHORTEST:
         return  # a one-line fix: too short for any comparison to mean something
     share, at = nearcopy.near_copy_share(cell.source, lesson_code_cells(unit))
@@ -299,8 +303,7 @@ def test_the_near_copy_test_finds_a_copy_renamed_and_commented():
     assert nearcopy.near_copy_share(rules, lesson)[0] >= nearcopy.THRESHOLD
     # 08 Q2's few tokens are all in a long lesson cell, in order but far apart: the stretch
     # tells that apart from a copy
-    freeze = next(c for c in load("08_training").cells
-                  if nbgrader_meta(c).get("grade_id") == "q2_freeze").source
+    freeze = cell_of("08_training", "q2_freeze").source
     solution = nearcopy.tokens(nearcopy.solution_code(freeze))
     lesson = lesson_code_cells("08_training")
     assert max(nearcopy.share_in_order(solution, nearcopy.tokens(c)) for c in lesson) >= (
