@@ -14,6 +14,7 @@ import pytest
 from nbconvert.exporters import HTMLExporter
 from nbgrader.converters import GenerateFeedback
 from nbgrader.coursedir import CourseDirectory
+from support.pages import formgrader_html
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
@@ -64,21 +65,12 @@ def feedback_html(nb) -> str:
     return HTMLExporter(config=converter.config).from_notebook_node(nb, resources)[0]
 
 
-def formgrader_html(nb) -> str:
-    """Formgrader's view of a submission: its exporter's settings, then the course's."""
-    import nbgrader.server_extensions.formgrader.handlers as handlers
-
-    config = Config()
-    config.HTMLExporter.template_name = "formgrade"  # FormgradeExtension.build_extra_config
-    config.HTMLExporter.extra_template_basedirs = [handlers.template_path]
-    config.merge(course_config())  # nbgrader_config.py is loaded after those
-    resources = {"assignment_id": "a", "notebook_id": "toy", "submission_id": "s", "index": 0,
-                 "total": 1, "base_url": "", "student": "s", "last_name": None,
-                 "first_name": None, "notebook_path": "toy.ipynb"}
-    return HTMLExporter(config=config).from_notebook_node(nb, resources)[0]
+def formgrader_view(nb) -> str:
+    """Formgrader's view of a submission, with the course's config."""
+    return formgrader_html(nb, course_config())
 
 
-PAGES = {"feedback": feedback_html, "formgrader": formgrader_html}
+PAGES = {"feedback": feedback_html, "formgrader": formgrader_view}
 
 
 @pytest.mark.parametrize("page", PAGES)

@@ -12,6 +12,9 @@ from __future__ import annotations
 from html.parser import HTMLParser
 from pathlib import Path
 
+from nbformat import NotebookNode
+from traitlets.config import Config
+
 #: Elements whose content the browser runs or does not show as text.
 RAW = {"script", "style", "iframe", "object", "embed", "svg", "math", "template", "noscript"}
 
@@ -48,18 +51,25 @@ def live_marks(page: str, mark: str) -> list[str]:
     return parser.found
 
 
-def formgrader_html(notebook: Path) -> str:
-    """``notebook`` rendered as formgrader's submission view renders it (nbgrader's formgrade
-    template, nbconvert's HTMLExporter, formgrader's resources)."""
+def formgrader_html(notebook: Path | NotebookNode, config: Config | None = None,
+                    name: str = "toy") -> str:
+    """``notebook`` (a file, or a notebook called ``name``) rendered as formgrader's submission
+    view renders it: nbgrader's formgrade template, nbconvert's HTMLExporter, formgrader's
+    resources; then ``config`` (say, the course's nbgrader_config.py, which nbgrader loads
+    after formgrader's own settings)."""
     import nbgrader.server_extensions.formgrader.handlers as handlers
     from nbconvert.exporters import HTMLExporter
-    from traitlets.config import Config
 
-    config = Config()
-    config.HTMLExporter.template_name = "formgrade"
-    config.HTMLExporter.extra_template_basedirs = [handlers.template_path]
-    resources = {"assignment_id": "a", "notebook_id": notebook.stem, "submission_id": "s",
+    settings = Config()
+    settings.HTMLExporter.template_name = "formgrade"  # FormgradeExtension.build_extra_config
+    settings.HTMLExporter.extra_template_basedirs = [handlers.template_path]
+    if config is not None:
+        settings.merge(config)
+    path = notebook if isinstance(notebook, Path) else Path(f"{name}.ipynb")
+    resources = {"assignment_id": "a", "notebook_id": path.stem, "submission_id": "s",
                  "index": 0, "total": 1, "base_url": "", "student": "s", "last_name": None,
-                 "first_name": None, "notebook_path": str(notebook)}
-    html, _ = HTMLExporter(config=config).from_filename(str(notebook), resources=resources)
-    return html
+                 "first_name": None, "notebook_path": str(path)}
+    exporter = HTMLExporter(config=settings)
+    if isinstance(notebook, Path):
+        return exporter.from_filename(str(notebook), resources=resources)[0]
+    return exporter.from_notebook_node(notebook, resources)[0]
