@@ -8,6 +8,8 @@ a bounded size, whatever the timing.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.session import Session
@@ -55,12 +57,33 @@ def test_too_much_structure_is_refused_over_all_the_parts_together():
         assert str(refused.value) == kernel.TOO_STRUCTURED
 
 
+def test_a_header_of_many_dates_is_refused_before_it_is_parsed():
+    # jupyter_client reads every string of a header as a possible date (dateutil): a million
+    # of them passed the size and structure limits and cost the grader about 8 CPU-seconds
+    refused = []
+    grader = kernel.BoundedSession(key=b"k", max_bytes=2**30, on_refused=refused.append)
+    kernel_side = Session(key=b"k")
+    message = kernel_side.msg("stream", {"name": "stdout", "text": "dates"})
+    message["header"]["d"] = ["2020-01-01T00:00:00.123456+01:00"] * 100_000
+    _, parts = kernel_side.feed_identities(kernel_side.serialize(message))
+    started = time.process_time()
+    with pytest.raises(ValueError):
+        grader.deserialize(parts)
+    assert refused == [kernel.HEADER_TOO_LARGE]
+    assert time.process_time() - started < 0.1  # refused on its size, not parsed
+    honest = kernel_side.msg("stream", {"name": "stdout", "text": "x"},
+                             parent=kernel_side.msg("execute_request", {}))
+    _, parts = kernel_side.feed_identities(kernel_side.serialize(honest))
+    assert grader.deserialize(parts)["content"]["text"] == "x"
+
+
 def test_a_signed_message_that_is_not_a_jupyter_message_gets_one_reason():
     refused = []
     grader = kernel.BoundedSession(key=b"k", max_bytes=2**20, on_refused=refused.append)
     kernel_side = Session(key=b"k")
     rest = _parts(kernel_side)[2:5]  # parent header, metadata, content
-    for header in (b'"not a header"', b"[" * 100_000 + b"]" * 100_000):  # both signed
+    # both signed; the second nested far past Python's recursion limit, within MAX_HEADER
+    for header in (b'"not a header"', b"[" * 30_000 + b"]" * 30_000):
         with pytest.raises(ValueError):
             grader.deserialize([kernel_side.sign([header, *rest]), header, *rest])
     assert refused == [kernel.unreadable("not a Jupyter message")] * 2

@@ -39,6 +39,9 @@ MAX_MESSAGE = 64 * 2**20
 SOCKET_FILES = 16 * 2**20
 
 
+#: The most bytes of a message's header, and of its parent header: honest ones are a few
+#: hundred bytes, and jupyter_client reads every string of both as a possible date.
+MAX_HEADER = 64 * 2**10
 #: The most structure (brackets, braces, commas) a message from a kernel may carry. Honest
 #: outputs and answers are mostly strings (text, base64 images and arrays); JSON of millions
 #: of tiny containers would cost the grader gigabytes and seconds to parse.
@@ -53,7 +56,9 @@ def _structure(raw: bytes) -> int:
 class BoundedSession(Session):
     """jupyter_client's Session on the grader's side of a grading kernel: it refuses a message
     whose parts hold more than ``max_bytes`` in all (zmq bounds each part, not their number:
-    40 parts of 50 MiB would be 2 GiB in the grader), whose JSON parts hold more than
+    40 parts of 50 MiB would be 2 GiB in the grader), whose header or parent header is over
+    :data:`MAX_HEADER` (jupyter_client parses each string in them as a possible date), whose
+    JSON parts hold more than
     :data:`MAX_STRUCTURE` values together, or that it cannot read as a Jupyter message (a wrong
     signature, a message cut off or made up). It calls ``on_refused(reason)`` first, if given
     (the grader stops the kernel there), then raises ValueError(reason). The reason names the
@@ -67,6 +72,9 @@ class BoundedSession(Session):
     def deserialize(self, msg_list, content=True, copy=True):
         if sum(len(part) for part in msg_list) > self.max_bytes:
             self._refuse(TOO_LARGE)
+        # the header and the parent header: a million date-like strings would cost seconds
+        if any(len(part) > MAX_HEADER for part in msg_list[1:3]):
+            self._refuse(HEADER_TOO_LARGE)
         # the signature, then header, parent header, metadata and content: JSON, scanned once
         # here, so that jupyter_client's own unpacker reads only what passed the scan
         if sum(_structure(getattr(part, "bytes", part)) for part in msg_list[1:5]) > (
@@ -96,6 +104,7 @@ def unreadable(why: str) -> str:
 TOO_LARGE = unreadable("too large in all its parts together, or more than the grader's "
                        "memory allows")
 TOO_STRUCTURED = unreadable(f"more than {MAX_STRUCTURE} values")
+HEADER_TOO_LARGE = unreadable(f"a header over {MAX_HEADER // 2**10} KiB")
 
 
 def judge_client(kernel_manager, limit: int):
