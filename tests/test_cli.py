@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import zipfile
@@ -304,6 +305,29 @@ def test_check_in_a_copied_course_rebuilds_a_cache_that_is_not_its_own(checked_c
     (cached,) = (copy / selfcheck.CACHE).glob(f"{ASSIGNMENT}-*")
     assert json.loads((cached / selfcheck.STAMP).read_text())["root"] == str(copy.resolve())
     assert not list((copy / selfcheck.CACHE).glob(".*")), "no build or stale copy left"
+
+
+def test_a_cache_someone_else_could_have_written_is_not_used(checked_course, tmp_path):
+    (cached,) = (checked_course / selfcheck.CACHE).glob(f"{ASSIGNMENT}-*")
+    course = Course.load(checked_course)
+    stamp = json.loads((cached / selfcheck.STAMP).read_text())
+    assert selfcheck.usable(cached, course, ASSIGNMENT, stamp)
+    planted = tmp_path / "planted"
+    shutil.copytree(cached, planted)
+    link = checked_course / selfcheck.CACHE / "link"
+    link.symlink_to(planted)
+    try:
+        assert not selfcheck.usable(link, course, ASSIGNMENT, stamp)  # a link to elsewhere
+    finally:
+        link.unlink()
+    mode = cached.stat().st_mode
+    for writable in (stat.S_IWGRP, stat.S_IWOTH):
+        cached.chmod(mode | writable)
+        try:
+            assert not selfcheck.usable(cached, course, ASSIGNMENT, stamp)
+        finally:
+            cached.chmod(mode)
+    assert selfcheck.usable(cached, course, ASSIGNMENT, stamp)
 
 
 def test_a_cached_course_that_nbgrader_cannot_use_is_rebuilt_and_the_check_tried_again(

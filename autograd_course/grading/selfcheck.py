@@ -94,11 +94,22 @@ def _gradebook_knows(path: Path, assignment: str) -> bool:
     return row is not None
 
 
+def _own(path: Path) -> bool:
+    """Whether ``path`` is a real folder of this user that no one else may write: the judge
+    runs the test cells of a prepared course's gradebook, so one that another user could have
+    written is not used."""
+    info = path.lstat()
+    return (stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
+            and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
+
+
 def usable(folder: Path, course: Course, assignment: str, stamp: dict) -> bool:
-    """Whether the prepared course ``folder`` can grade ``assignment`` for ``course`` now: made
-    for it (its stamp), with the course's config, both notebooks and a gradebook that holds the
-    assignment."""
+    """Whether the prepared course ``folder`` can grade ``assignment`` for ``course`` now: this
+    user's own (it and the cache), made for it (its stamp), with the course's config, both
+    notebooks and a gradebook that holds the assignment."""
     try:
+        if not (_own(folder.parent) and _own(folder)):
+            return False
         if json.loads((folder / STAMP).read_text()) != stamp:
             return False
         if (folder / CONFIG_FILE).read_bytes() != (course.root / CONFIG_FILE).read_bytes():
@@ -155,7 +166,7 @@ def prepared_course(course: Course, assignment: str, *, rebuild: bool = False,
     if not rebuild and usable(folder, course, assignment, stamp):
         return folder, False
     try:
-        cache.mkdir(exist_ok=True)
+        cache.mkdir(mode=0o755, exist_ok=True)  # not group-writable under any umask (_own)
         building = Path(tempfile.mkdtemp(prefix=f".building-{assignment}-", dir=cache))
     except OSError:  # a read-only course, or a cache of another user: build for this check
         if scratch is None:
