@@ -263,6 +263,8 @@ def test_scan_leaves_honest_code_alone(honest):
     ("def check_tensor(*a):\n    pass", "check_tensor"),
     ("setattr(c, '_fail', f)", "setattr"),
     ("f.__code__ = g.__code__", "__code__"),
+    ("import inspect\nlabels = inspect.getclosurevars(function.backward)", "getclosurevars"),
+    ("cell = getattr(function.backward, name)[0]\nbug = cell.cell_contents", "cell_contents"),
     ("import sys\nframe = sys._getframe(1)", "_getframe"),
     ("import gc\ngc.get_referrers(x)", "get_referrers"),
     ("print(In[-1])", "In"),

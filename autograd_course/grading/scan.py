@@ -45,8 +45,9 @@ INTERNAL_IMPORTS = ("ctypes", "autograd_course.grading", "autograd_course.agent"
 INTROSPECTION_CALLS = {"_getframe", "currentframe", "getouterframes", "getinnerframes",
                        "get_referrers", "get_referents", "get_objects", "settrace", "setprofile",
                        "killpg", "inspect.stack", "sys.displayhook", "sys.excepthook", "os.kill",
-                       "signal.pthread_kill"}
-INTROSPECTION_ATTRIBUTES = {"__code__", "__globals__", "__closure__", "f_globals", "f_locals",
+                       "signal.pthread_kill", "getclosurevars", "getsource", "getsourcelines"}
+INTROSPECTION_ATTRIBUTES = {"__code__", "__globals__", "__closure__", "cell_contents",
+                            "co_freevars", "co_consts", "f_globals", "f_locals",
                             "f_back", "__subclasses__", "__torch_function__",
                             "__torch_dispatch__", "__stdout__", "__stderr__", "display_pub",
                             "displayhook", "events", "input_transformers_post",

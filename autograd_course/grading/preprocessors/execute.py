@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import math
 import os
@@ -150,7 +151,8 @@ class JudgedExecute(SandboxedExecute):
             self.use_kernel(KernelPlan(argv, folders, self.memory_limit_mb, uid))
             # past the budget (and a grace for nbclient to notice), the kernel is killed
             self.watchdog.deadline = (self._budget_end + 10, self._budget_reason())
-            self._seed = (secret, student, assignment, notebook)
+            self._seed = (secret, student, assignment, notebook,
+                          submission_digest(nb, folders.files))
             self.session = None  # made at the first cell the judge runs (see _link)
             self._unanswered, self._answer_error = False, ""
             failure = None
@@ -349,6 +351,28 @@ class JudgedExecute(SandboxedExecute):
                 flags += [f"code scan: {f}" for f in found]
                 pending += found
         return flags, flagged
+
+
+def submission_digest(nb, files: Path) -> str:
+    """A digest of everything the submission gives its kernel: every cell's type and source,
+    and the name and bytes of every file copied beside it.
+
+    The hidden inputs are seeded by it too (with the secret, the student, the assignment and
+    the notebook), so the same submission always gets the same inputs, and a changed one
+    gets new ones: what the feedback of one submission showed of its hidden inputs (an
+    exception message of the student's own can carry them) is no use to the next.
+    """
+    digest = hashlib.sha256()
+    for cell in nb.cells:
+        for part in (cell.get("cell_type", ""), cell.get("source", "")):
+            text = part if isinstance(part, str) else "".join(map(str, part))
+            digest.update(len(text).to_bytes(8, "big") + text.encode("utf-8", "replace"))
+    for path in sorted(p for p in files.rglob("*") if p.is_file() and not p.is_symlink()):
+        name = path.relative_to(files).as_posix().encode("utf-8", "surrogateescape")
+        data = path.read_bytes()
+        for part in (name, data):
+            digest.update(len(part).to_bytes(8, "big") + part)
+    return digest.hexdigest()
 
 
 def _copy_other_files(resources, config, files: Path) -> list[str]:
