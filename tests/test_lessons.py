@@ -36,6 +36,8 @@ LESSONS = [
     "06_cost",
     "07_engine",
     "08_training",
+    "09_extending",
+    "10_functional",
 ]
 # The venv's own kernelspec: JupyterLab then leaves the metadata alone (no "unsaved" on open).
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
@@ -303,6 +305,33 @@ CORRECTIONS = [
                     "   SGD                            frozen layer changed: True\n"),
     ("08_training", "   frozen before its first step   frozen layer changed: False\n"
                     "   frozen after 3 steps           frozen layer changed: True\n"),
+    # where plain autograd fails, and what a custom Function, gradcheck and hooks fix
+    ("09_extending", "value:      tensor([ 0.6931, 10.0000, 50.0000,     inf])\n"
+                     "gradient:   tensor([0.5000, 1.0000, 1.0000,    nan])"),
+    ("09_extending", "value:    tensor([0., 0., 2.])\ngradient: tensor([   nan,    nan, 0.2500])"),
+    ("09_extending", "value:    tensor([0., 0., 2.])\ngradient: tensor([0.0000, 0.0000, 0.2500])"),
+    ("09_extending", "value:    tensor([  0.6931,  10.0000,  50.0000, 100.0000])\n"
+                     "gradient: tensor([0.5000, 1.0000, 1.0000, 1.0000])"),
+    ("09_extending", "needs_input_grad=(False, True): computed grad_x False, grad_w True"),
+    ("09_extending", "60 entries, fast_mode=True : passed True, {'forward': 4, 'backward': 4}"),
+    ("09_extending", "exp, its input changed:\nx.grad: tensor([1.0000, 2.7183, 7.3891])"),
+    ("09_extending", "sin, its output changed:\nx.grad: tensor([ 2.0000,  1.0806, -0.8323])"),
+    ("09_extending", "kept on ctx:\nx.grad: tensor([0.5000, 1.0000, 1.0000])"),
+    ("09_extending", "returns grad * 0:    tensor([ 6., 12., 18.])\n"
+                     "does grad.mul_(0):   tensor([0., 0., 0.])"),
+    ("09_extending", "PyTorch warns: Error detected in ExpBackward0. Traceback of forward call "
+                     "that caused the error:\n    y = torch.log(1 + torch.exp(x))"),
+    # torch.func's answers, each against a second method
+    ("10_functional", "inside the function, v has shape (3,)\ntensor([ 3., 12., 21., 30.])"),
+    ("10_functional", "grad(grad(f))(1.5) = 29.0; 12x² + 2 = 29.0"),
+    ("10_functional", "functional_call(model, params, ...) is model(...): True"),
+    ("10_functional", "vmap(grad(...)) equals the loop: True"),
+    ("10_functional", "mean of the per-sample gradients is the batch gradient: True"),
+    ("10_functional", "tangent is J v: True | the value is f(x): True"),
+    ("10_functional", "jvp gives J v:   True\nvjp gives u^T J: True True"),
+    ("10_functional", "jacrev is J: True\njacfwd is J: True"),
+    ("10_functional", "hessian(chain) is the closed form: True"),
+    ("10_functional", "both equal H @ v: True True"),
 ]
 
 
@@ -334,6 +363,23 @@ COMMON_MISTAKES = [
     ("08_training", "RuntimeError: element 0 of tensors does not require grad and does not have "
                     "a grad_fn"),
     ("08_training", "RuntimeError: Can't call numpy() on Tensor that requires grad."),
+    ("09_extending", "RuntimeError: function LinearOneGradientBackward returned an incorrect "
+                     "number of gradients (expected 2, got 1)"),
+    ("09_extending", "PyTorch warns: Input #0 requires gradient and is not a double precision "
+                     "floating point or complex."),
+    ("09_extending", "AttributeError: 'Softplus' object has no attribute 'sum'"),
+    ("09_extending", "RuntimeError: Function 'ExpBackward0' returned nan values in its 0th "
+                     "output."),
+    ("09_extending", "RuntimeError: In order to use an autograd.Function with functorch "
+                     "transforms"),
+    ("09_extending", "GradcheckError: Jacobian mismatch for output 0 with respect to input 0,"),
+    ("09_extending", "RuntimeError: one of the variables needed for gradient computation has been "
+                     "modified by an inplace operation"),
+    ("10_functional", "RuntimeError: grad_and_value(f)(*args): Expected f(*args) to return a "
+                      "scalar Tensor"),
+    ("10_functional", "RuntimeError: vmap: It looks like you're calling .item() on a Tensor."),
+    ("10_functional", "ValueError: vmap: Expected all tensors to have the same size in the mapped "
+                      "dimension"),
 ]
 
 
