@@ -166,7 +166,7 @@ def test_honest_plots_and_graphs_show(pages):
 
 
 #: The lessons with computation graphs, and how many each draws.
-GRAPHS = {"01_gradients": 1, "02_three_weights": 2, "07_engine": 4}
+GRAPHS = {"01_gradients": 1, "02_three_weights": 2, "07_engine": 4, "09_extending": 1}
 #: JupyterLab's output area, in pixels.
 OUTPUT_AREA = 968
 #: The outputs of the notebook JupyterLab shows.
