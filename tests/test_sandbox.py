@@ -107,8 +107,9 @@ print(json.dumps(report))
 KERNEL_MODULES = ["autograd_course.checks", "autograd_course.hints", "autograd_course.agent",
                   "autograd_course.graphs", "autograd_course.plots", "autograd_course.lessons"]
 GRADER_MODULES = ["autograd_course.grading.judge", "autograd_course.grading.units.u08_training",
-                  "autograd_course.testkit", "autograd_course.cost",
-                  "autograd_course.engine_pictures", "autograd_course.training"]
+                  "autograd_course.grading.units.u09_extending", "autograd_course.testkit",
+                  "autograd_course.cost", "autograd_course.engine_pictures",
+                  "autograd_course.training", "autograd_course.functional"]
 
 
 def _probe_notebook(course: Path, grader_tmp: Path, port: int, hostile: bool, unlisted: Path

@@ -1,0 +1,682 @@
+"""Typical wrong answers to assignment 09 Extending autograd.
+
+Questions 1 and 3 answer with a class: :func:`_sinc` and :func:`_fixed` write it with the
+reference's bodies except those given, so that each wrong answer changes one thing.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+from autograd_course.testkit.answers import Wrong, function, wrong
+
+_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
+
+_SINC_FORWARD = """
+ctx.save_for_backward(x)
+nonzero = torch.where(x == 0, 1.0, x)
+return torch.where(x == 0, 1.0, torch.sin(nonzero) / nonzero)
+"""
+
+_SINC_BACKWARD = """
+(x,) = ctx.saved_tensors
+near = x.abs() < 1e-2
+far = torch.where(near, 1.0, x)
+formula = (far * torch.cos(far) - torch.sin(far)) / far**2
+x2 = x * x
+series = -x / 3 * (1 - x2 / 10 * (1 - x2 / 28))
+return grad_output * {result}
+"""
+
+
+def _body(text: str) -> str:
+    return textwrap.indent(textwrap.dedent(text).strip("\n"), " " * 8)
+
+
+def _sinc(forward: str = _SINC_FORWARD, backward: str | None = None,
+          result: str = "torch.where(near, series, formula)") -> str:
+    """The class of question 1 with the reference's forward and backward, except those given
+    (``result`` replaces what the reference backward multiplies grad_output by)."""
+    if backward is None:
+        backward = _SINC_BACKWARD.replace("{result}", result)
+    return (
+        "class Sinc(torch.autograd.Function):\n"
+        "    @staticmethod\n"
+        "    def forward(ctx, x):\n"
+        f"{_body(forward)}\n\n"
+        "    @staticmethod\n"
+        "    def backward(ctx, grad_output):\n"
+        f"{_body(backward)}\n"
+    )
+
+
+def _fixed(body: str) -> str:
+    """The class of question 3 with ``body`` after ``x, w, y = ctx.saved_tensors``."""
+    return (
+        "class Fixed(torch.autograd.Function):\n"
+        "    @staticmethod\n"
+        "    def forward(ctx, x, w):\n"
+        "        y = w * torch.exp(-w * x**2)\n"
+        "        ctx.save_for_backward(x, w, y)\n"
+        "        return y\n\n"
+        "    @staticmethod\n"
+        "    def backward(ctx, grad):\n"
+        "        x, w, y = ctx.saved_tensors\n"
+        f"{_body(body)}\n"
+    )
+
+
+_WRONG_INPUTS = "def wrong_inputs(function, inputs):"
+
+
+def _per_input(copies: str = "t.detach().clone().requires_grad_(j == i)",
+               check: str = "torch.autograd.gradcheck(function.apply, args, "
+               "raise_exception=False)", verdict: str = "not right") -> str:
+    """The reference answer of question 2 with one of its lines replaced."""
+    return function(_WRONG_INPUTS, f"""
+        verdicts = []
+        for i in range(len(inputs)):
+            args = [{copies} for j, t in enumerate(inputs)]
+            right = {check}
+            verdicts.append({verdict})
+        return tuple(verdicts)
+        """)
+
+
+_HOOK = "def row_clip_hook(max_norm):"
+
+
+def _hook(body: str) -> str:
+    """A row_clip_hook whose inner hook(grad) has ``body``."""
+    inner = textwrap.indent(textwrap.dedent(body).strip("\n"), "    ")
+    return function(_HOOK, f"def hook(grad):\n{inner}\n\nreturn hook")
+
+
+WRONG: dict[str, list[Wrong]] = {
+    "q1_sinc": [
+        wrong(
+            "plain autograd of torch.where",
+            """
+            class Sinc:
+                @staticmethod
+                def apply(x):
+                    return torch.where(x == 0, 1.0, torch.sin(x) / x)
+            """,
+            "nan_at_zero",
+            ["nan where x is 0", "0 * nan"],
+        ),
+        wrong(
+            "plain autograd, with the safe torch.where",
+            """
+            class Sinc:
+                @staticmethod
+                def apply(x):
+                    nonzero = torch.where(x == 0, 1.0, x)
+                    return torch.where(x == 0, 1.0, torch.sin(nonzero) / nonzero)
+            """,
+            "digits",
+            ["tiny x", "Taylor series"],
+            breaks="right at tiny `x` such as $10^{-8}$ too",
+        ),
+        wrong(
+            "the formula alone in backward",
+            _sinc(backward="""
+                (x,) = ctx.saved_tensors
+                return grad_output * (x * torch.cos(x) - torch.sin(x)) / x**2
+                """),
+            "nan_at_zero",
+            ["divides 0 by 0"],
+            breaks="0 where `x` is exactly 0",
+        ),
+        wrong(
+            "the formula with 0 at 0, no series",
+            _sinc(result="torch.where(x == 0, 0.0, (far * torch.cos(far) - torch.sin(far)) "
+                  "/ far**2)").replace("x.abs() < 1e-2", "x == 0"),
+            "digits",
+            ["lost its digits", "-x/3 + x**3/30"],
+            breaks="right at tiny `x` such as $10^{-8}$ too",
+        ),
+        wrong(
+            "one term of the series, used up to 0.1",
+            _sinc(result="torch.where(near, -x / 3, formula)").replace("x.abs() < 1e-2",
+                                                                       "x.abs() < 0.1"),
+            "values",
+            ["too far from 0"],
+            breaks="right to 6 significant digits\nat every `x`",
+        ),
+        wrong(
+            "one term of the series, used up to 0.045",
+            _sinc(result="torch.where(near, -x / 3, formula)").replace("x.abs() < 1e-2",
+                                                                       "x.abs() < 0.045"),
+            "values",
+            ["too far from 0"],
+            breaks="right to 6 significant digits\nat every `x`",
+        ),
+        wrong(
+            "a plain class: autograd of the masking trick and a series, no backward",
+            """
+            class Sinc:
+                @staticmethod
+                def apply(x):
+                    small = x.abs() < 1e-2
+                    safe = torch.where(small, 1.0, x)
+                    series = 1 - x**2 / 6 + x**4 / 120 - x**6 / 5040
+                    return torch.where(small, series, torch.sin(safe) / safe)
+            """,
+            "no_backward",
+            ["Sinc.backward", "torch.autograd.Function"],
+            breaks="Write `class Sinc(torch.autograd.Function)`",
+        ),
+        wrong(
+            "a decorative backward that is wrong, apply by plain autograd",
+            """
+            class Sinc(torch.autograd.Function):
+                @staticmethod
+                def forward(ctx, x):
+                    ctx.save_for_backward(x)
+                    return torch.ones_like(x)
+
+                @staticmethod
+                def backward(ctx, grad_output):
+                    return grad_output
+
+                @staticmethod
+                def apply(x):
+                    small = x.abs() < 1e-2
+                    safe = torch.where(small, 1.0, x)
+                    series = 1 - x**2 / 6 + x**4 / 120 - x**6 / 5040
+                    return torch.where(small, series, torch.sin(safe) / safe)
+            """,
+            "values",
+            ["Sinc.backward(ctx, v)", "does not use this backward"],
+            breaks="its\nbackward returns `grad_output` times",
+        ),
+        wrong(
+            "no grad_output",
+            _sinc(backward=_SINC_BACKWARD.replace("grad_output * {result}",
+                                                  "torch.where(near, series, formula)")),
+            "no_grad_output",
+            ["grad_output * sinc'(x)"],
+            breaks="its\nbackward returns `grad_output` times",
+        ),
+        wrong(
+            "the derivative's sign flipped",
+            _sinc(result="torch.where(near, -series, -formula)"),
+            "sign",
+            ["wrong sign"],
+        ),
+        wrong(
+            "cos(x) / x, the quotient rule's second term left out",
+            _sinc(result="torch.where(near, series, torch.cos(far) / far)"),
+            "quotient_rule",
+            ["quotient rule"],
+        ),
+        wrong(
+            "the derivative computed from the saved output",
+            _sinc(forward="""
+                nonzero = torch.where(x == 0, 1.0, x)
+                y = torch.where(x == 0, 1.0, torch.sin(nonzero) / nonzero)
+                ctx.save_for_backward(y)
+                return y
+                """),
+            "saved_output",
+            ["saved output", "ctx.save_for_backward(x)"],
+        ),
+        wrong(
+            "the derivative at 0 not 0",
+            _sinc(result="torch.where(x == 0, -1 / 3, torch.where(near, series, formula))"),
+            "grad_at_zero",
+            ["derivative is 0"],
+            breaks="0 where `x` is exactly 0",
+        ),
+        wrong(
+            "sin(x) / x in forward, nan at 0",
+            _sinc(forward="""
+                ctx.save_for_backward(x)
+                return torch.sin(x) / x
+                """),
+            "value_at_zero",
+            ["sinc(0) is 1"],
+            breaks="(1 where `x` is 0)",
+        ),
+        wrong(
+            "0 at 0 in forward",
+            _sinc(forward=_SINC_FORWARD.replace("torch.where(x == 0, 1.0, torch.sin",
+                                                "torch.where(x == 0, 0.0, torch.sin")),
+            "value_at_zero",
+            ["sinc(0) is 1"],
+            breaks="(1 where `x` is 0)",
+        ),
+        wrong(
+            "a flat result",
+            _sinc(forward=_SINC_FORWARD.replace("torch.sin(nonzero) / nonzero)",
+                                                "torch.sin(nonzero) / nonzero).reshape(-1)")),
+            "shape",
+            ["shape"],
+            breaks="for a float64 tensor `x` of any shape",
+        ),
+        wrong(
+            "left blank",
+            _sinc(forward=_STUB, backward=_STUB),
+            "blank",
+            ["NotImplementedError"],
+        ),
+    ],
+    "q2_wrong_inputs": [
+        wrong(
+            "one gradcheck of all the inputs together",
+            function(_WRONG_INPUTS, """
+                args = [t.detach().clone().requires_grad_(True) for t in inputs]
+                right = torch.autograd.gradcheck(function.apply, args, raise_exception=False)
+                return (not right,) * len(inputs)
+                """),
+            "together",
+            ["on its own"],
+            breaks="for that input is wrong",
+        ),
+        wrong(
+            "each input checked with all of them requiring grad",
+            _per_input(copies="t.detach().clone().requires_grad_(True)"),
+            "together",
+            ["only that input"],
+            breaks="for that input is wrong",
+        ),
+        wrong(
+            "gradcheck's own answer, not its opposite",
+            _per_input(verdict="right"),
+            "inverted",
+            ["opposite"],
+            breaks="`True` where the gradient",
+        ),
+        wrong(
+            "gradcheck left to raise",
+            _per_input(check="torch.autograd.gradcheck(function.apply, args)"),
+            "raised",
+            ["raise_exception=False"],
+        ),
+        wrong(
+            "inputs as given, none requiring grad",
+            _per_input(copies="t"),
+            "no_requires_grad",
+            ["requires_grad_(True)"],
+        ),
+        wrong(
+            "float32 copies",
+            _per_input(copies="t.detach().float().requires_grad_(j == i)"),
+            "false_alarm",
+            ["float64"],
+            breaks="a correct Function gives all `False`",
+        ),
+        wrong(
+            "one backward with grad_output all ones against finite differences of the sum",
+            function(_WRONG_INPUTS, """
+                verdicts = []
+                for i in range(len(inputs)):
+                    args = [t.detach().clone() for t in inputs]
+                    args[i].requires_grad_(True)
+                    function.apply(*args).sum().backward()
+                    numeric = torch.zeros_like(args[i]).reshape(-1)
+                    for k in range(numeric.numel()):
+                        up = [a.detach().clone() for a in args]
+                        down = [a.detach().clone() for a in args]
+                        up[i].view(-1)[k] += 1e-6
+                        down[i].view(-1)[k] -= 1e-6
+                        change = function.apply(*up).sum() - function.apply(*down).sum()
+                        numeric[k] = change / 2e-6
+                    same = torch.allclose(args[i].grad.reshape(-1), numeric, atol=1e-5, rtol=1e-3)
+                    verdicts.append(not same)
+                return tuple(verdicts)
+                """),
+            "missed",
+            ["whole Jacobian"],
+            breaks="Find out with `torch.autograd.gradcheck`",
+        ),
+        wrong(
+            "all False",
+            function(_WRONG_INPUTS, "return (False,) * len(inputs)"),
+            "missed",
+            ["reported right"],
+        ),
+        wrong(
+            "all True",
+            function(_WRONG_INPUTS, "return (True,) * len(inputs)"),
+            "false_alarm",
+            ["is reported wrong"],
+        ),
+        wrong(
+            "a tuple of one",
+            function(_WRONG_INPUTS, """
+                args = [t.detach().clone().requires_grad_(True) for t in inputs]
+                return (not torch.autograd.gradcheck(function.apply, args, raise_exception=False),)
+                """),
+            "shape",
+            ["items"],
+            breaks="a tuple of booleans, one per input",
+        ),
+        wrong(
+            "strings",
+            _per_input(verdict='"wrong" if not right else "right"'),
+            "type",
+            ["True or False"],
+            breaks="a tuple of booleans",
+        ),
+        wrong(
+            "the verdict for input i from input (i + 1) % n",
+            _per_input(copies="t.detach().clone().requires_grad_(j == (i + 1) % len(inputs))"),
+            "order",
+            ["about another input"],
+            breaks="in the order of `inputs`",
+        ),
+        wrong(
+            "gradcheck's tolerances loosened",
+            _per_input(check="torch.autograd.gradcheck(function.apply, args, "
+                       "raise_exception=False, atol=0.5, rtol=0.5)"),
+            "missed",
+            ["tolerances", "defaults"],
+            breaks="Find out with `torch.autograd.gradcheck`",
+        ),
+        wrong(
+            "the class passed to gradcheck, not function.apply",
+            _per_input(check="torch.autograd.gradcheck(function, args, raise_exception=False)"),
+            "class_passed",
+            ["pass function.apply, not the class"],
+            breaks="(called as `function.apply(*inputs)`)",
+        ),
+        wrong(
+            "hard-codes the notebook's function x*exp(-y) instead of running gradcheck",
+            function(_WRONG_INPUTS, """
+                args = [t.detach().clone().requires_grad_(True) for t in inputs]
+                out = function.apply(*args)
+                g = torch.rand_like(out) + 0.5
+                got = torch.autograd.grad(out, args, g)
+                x, y = inputs[:2]
+                true = [g * torch.exp(-y), -g * x * torch.exp(-y)]
+                if len(inputs) == 3:
+                    z = inputs[2]
+                    true = [true[0], true[1] + g * z**2, g * 2 * y * z]
+                return tuple(not torch.allclose(a, b) for a, b in zip(got, true))
+                """),
+            "false_alarm",
+            ["is reported wrong"],
+            breaks="Find out with `torch.autograd.gradcheck`",
+        ),
+        wrong(
+            "reads the bug from the Function's closure",
+            function(_WRONG_INPUTS, """
+                import inspect
+                found = inspect.getclosurevars(function.backward).nonlocals
+                bug, at = found["bug"], found["at"]
+                return tuple(bool(bug) and i == at for i in range(len(inputs)))
+                """),
+            "raised",
+            ["KeyError"],
+            breaks="Find out with `torch.autograd.gradcheck`",
+        ),
+        wrong("left blank", function(_WRONG_INPUTS, _STUB), "blank", ["NotImplementedError"]),
+    ],
+    "q3_fixed": [
+        wrong(
+            "the given backward, unchanged",
+            _fixed("""
+                dx = -2 * w * x * y
+                dw = -x**2 * y
+                return dw, dx
+                """),
+            "swapped",
+            ["other input", "order of forward's arguments"],
+        ),
+        wrong(
+            "the order fixed, nothing else",
+            _fixed("""
+                dx = -2 * w * x * y
+                dw = -x**2 * y
+                return dx, dw
+                """),
+            "no_grad_output",
+            ["multiply it by grad"],
+        ),
+        wrong(
+            "grad and order fixed, the product rule missing",
+            _fixed("""
+                dx = -2 * w * x * y
+                dw = -x**2 * y
+                return grad * dx, grad * dw
+                """),
+            "product_rule",
+            ["product rule"],
+        ),
+        wrong(
+            "the product rule fixed, no grad",
+            _fixed("""
+                dx = -2 * w * x * y
+                dw = torch.exp(-w * x**2) - x**2 * y
+                return dx, dw
+                """),
+            "no_grad_output",
+            ["chain rule"],
+        ),
+        wrong(
+            "y * (1 - w x**2) for dw",
+            _fixed("""
+                dx = -2 * w * x * y
+                dw = y * (1 - w * x**2)
+                return grad * dx, grad * dw
+                """),
+            "factor_w",
+            ["w times the right gradient"],
+        ),
+        wrong(
+            "dx with the wrong sign",
+            _fixed("""
+                dx = 2 * w * x * y
+                dw = torch.exp(-w * x**2) - x**2 * y
+                return grad * dx, grad * dw
+                """),
+            "sign",
+            ["wrong sign"],
+        ),
+        wrong(
+            "needs_input_grad read in the wrong order",
+            _fixed("""
+                dx = -2 * w * x * y
+                dw = torch.exp(-w * x**2) - x**2 * y
+                return (grad * dx if ctx.needs_input_grad[1] else None,
+                        grad * dw if ctx.needs_input_grad[0] else None)
+                """),
+            "none",
+            ["needs_input_grad[i]"],
+            breaks="also with only one of `x` and `w` requiring grad",
+        ),
+        wrong(
+            "dw negated",
+            _fixed("""
+                dx = -2 * w * x * y
+                dw = x**2 * y - torch.exp(-w * x**2)
+                return grad * dx, grad * dw
+                """),
+            "sign",
+            ["wrong sign", "df/dw"],
+        ),
+        wrong(
+            "dx without the factor w",
+            _fixed("""
+                dx = -2 * x * y
+                dw = torch.exp(-w * x**2) - x**2 * y
+                return grad * dx, grad * dw
+                """),
+            "factor_w_missing",
+            ["lacks a factor w"],
+        ),
+        wrong(
+            "a plain class: autograd of the forward's operations, no backward",
+            """
+            class Fixed:
+                @staticmethod
+                def apply(x, w):
+                    return w * torch.exp(-w * x**2)
+            """,
+            "no_backward",
+            ["Fixed.backward", "torch.autograd.Function"],
+            breaks="write its backward",
+        ),
+        wrong(
+            "a forward returning zeros, with a right backward",
+            """
+            class Fixed(torch.autograd.Function):
+                @staticmethod
+                def forward(ctx, x, w):
+                    ctx.save_for_backward(x, w)
+                    return torch.zeros_like(x)
+
+                @staticmethod
+                def backward(ctx, grad):
+                    x, w = ctx.saved_tensors
+                    e = torch.exp(-w * x**2)
+                    return grad * (-2 * w * w * x * e), grad * (1 - w * x**2) * e
+            """,
+            "zero",
+            ["Fixed.apply(x, w)", "all zeros"],
+            breaks="`Fixed` has the same forward",
+        ),
+        wrong("left blank", _fixed(_STUB), "blank", ["NotImplementedError"]),
+    ],
+    "q4_row_clip_hook": [
+        wrong(
+            "the whole gradient's norm",
+            _hook("""
+                total = torch.linalg.vector_norm(grad)
+                return grad * torch.clamp(max_norm / total, max=1.0)
+                """),
+            "whole",
+            ["each row is clipped on its own"],
+            breaks="every row whose Euclidean norm is larger than `max_norm` is scaled down",
+        ),
+        wrong(
+            "clamped entry by entry",
+            _hook("return grad.clamp(-max_norm, max_norm)"),
+            "elementwise",
+            ["directions"],
+            breaks="keeping its direction",
+        ),
+        wrong(
+            "the columns",
+            _hook("""
+                lengths = torch.linalg.vector_norm(grad, dim=0, keepdim=True)
+                return grad * torch.clamp(max_norm / lengths, max=1.0)
+                """),
+            "columns",
+            ["dim=1"],
+            breaks="every row whose Euclidean norm is larger than `max_norm` is scaled down",
+        ),
+        wrong(
+            "every row scaled to max_norm",
+            _hook("""
+                lengths = torch.linalg.vector_norm(grad, dim=1, keepdim=True)
+                return grad * max_norm / lengths
+                """),
+            "all_rows",
+            ["the short ones too"],
+            breaks="every other row (a row of zeros too) is as it\nwas",
+        ),
+        wrong(
+            "squared norms",
+            _hook("""
+                lengths = (grad**2).sum(dim=1, keepdim=True)
+                return grad * torch.clamp(max_norm / lengths, max=1.0)
+                """),
+            "squared",
+            ["square root"],
+            breaks="Euclidean norm",
+        ),
+        wrong(
+            "0 / 0 for a row of zeros",
+            _hook("""
+                lengths = torch.linalg.vector_norm(grad, dim=1, keepdim=True)
+                return grad / lengths * torch.clamp(lengths, max=max_norm)
+                """),
+            "zero_row",
+            ["row of zeros"],
+            breaks="(a row of zeros too)",
+        ),
+        wrong(
+            "in place, returning None",
+            _hook("""
+                lengths = torch.linalg.vector_norm(grad, dim=1, keepdim=True)
+                grad.mul_(torch.clamp(max_norm / lengths, max=1.0))
+                """),
+            "returned_none",
+            ["changed grad in place", "return the clipped gradient"],
+            breaks="leave `grad` unchanged",
+        ),
+        wrong(
+            "in place, returning grad",
+            _hook("""
+                lengths = torch.linalg.vector_norm(grad, dim=1, keepdim=True)
+                return grad.mul_(torch.clamp(max_norm / lengths, max=1.0))
+                """),
+            "in_place",
+            ["must not modify its argument"],
+            breaks="leave `grad` unchanged",
+        ),
+        wrong(
+            "the result never returned",
+            _hook("""
+                lengths = torch.linalg.vector_norm(grad, dim=1, keepdim=True)
+                clipped = grad * torch.clamp(max_norm / lengths, max=1.0)
+                """),
+            "returned_none",
+            ["returned None"],
+            not_says=["in place"],
+        ),
+        wrong("grad unchanged", _hook("return grad"), "unchanged", ["unchanged"]),
+        wrong("left blank", function(_HOOK, _STUB), "blank", ["NotImplementedError"]),
+    ],
+    "q5_predict_inplace": [
+        wrong(
+            "every in-place change breaks backward",
+            "raises = (True, True, True, True, True, True)",
+            "values",
+            ["cos saves its input"],
+            hidden_only="prediction",
+        ),
+        wrong(
+            "no in-place change breaks backward",
+            "raises = (False, False, False, False, False, False)",
+            "values",
+            ["sigmoid saves its output"],
+            hidden_only="prediction",
+        ),
+        wrong(
+            "relu_ thought to break its own gradient",
+            "raises = (True, False, True, False, True, False)",
+            "values",
+            ["relu_ saves its own output"],
+            hidden_only="prediction",
+        ),
+        wrong(
+            "tanh thought to save its input",
+            "raises = (True, False, False, True, True, False)",
+            "values",
+            ["tanh saves its output z"],
+            hidden_only="prediction",
+        ),
+        wrong(
+            "pow(2) thought to save nothing of y",
+            "raises = (True, False, False, False, False, False)",
+            "values",
+            ["pow(2) saves its input y"],
+            hidden_only="prediction",
+        ),
+        wrong(
+            "dividing by a number thought to save y",
+            "raises = (True, False, False, False, True, True)",
+            "values",
+            ["saves nothing of y"],
+            hidden_only="prediction",
+        ),
+        wrong("a list of five", "raises = [True, False, False, False, True]", "shape",
+              ["6 items"]),
+        wrong("ones and zeros", "raises = (1, 0, 0, 0, 1, 0)", "type", ["True or False"]),
+        wrong("left blank", "", "blank", ["not defined"]),
+    ],
+}
