@@ -11,8 +11,10 @@ _PLAN = "def jacobian_plan(shapes):"
 
 
 def _per_sample(loss: str = "torch.nn.functional.cross_entropy(logits, label)",
-                logits: str = "torch.func.functional_call(model, params, (sample,))") -> str:
-    """The reference of question 1 with the loss of one sample (or its logits) replaced."""
+                logits: str = "torch.func.functional_call(model, params, (sample,))",
+                result: str = "return each(params, x, y)") -> str:
+    """The reference of question 1 with the loss of one sample, its logits or the line that
+    returns the gradients (``each(params, x, y)``) replaced."""
     return function(
         _PER_SAMPLE,
         f"""
@@ -23,7 +25,7 @@ def _per_sample(loss: str = "torch.nn.functional.cross_entropy(logits, label)",
             return {loss}
 
         each = torch.func.vmap(torch.func.grad(loss_of_one), in_dims=(None, 0, 0))
-        return each(params, x, y)
+        {result}
         """,
     )
 
@@ -146,8 +148,7 @@ WRONG: dict[str, list[Wrong]] = {
         ),
         wrong(
             "no return",
-            _per_sample().replace("    return each(params, x, y)",
-                                  "    grads = each(params, x, y)"),
+            _per_sample(result="grads = each(params, x, y)"),
             "none",
             ["is None: did your function return its result?"],
         ),
@@ -223,34 +224,16 @@ WRONG: dict[str, list[Wrong]] = {
         ),
         wrong(
             "the names of make_model's parameters, typed in",
-            function(_PER_SAMPLE, """
-                params = {name: p.detach() for name, p in model.named_parameters()}
-
-                def loss_of_one(params, sample, label):
-                    logits = torch.func.functional_call(model, params, (sample,))
-                    return torch.nn.functional.cross_entropy(logits, label)
-
-                each = torch.func.vmap(torch.func.grad(loss_of_one), in_dims=(None, 0, 0))
-                grads = each(params, x, y)
-                return {name: grads[name] for name in
-                        ("hidden.weight", "hidden.bias", "out.weight", "out.bias")}
-                """),
+            _per_sample(result="return {k: g for k, g in each(params, x, y).items() if k in "
+                        "('hidden.weight', 'hidden.bias', 'out.weight', 'out.bias')}"),
             "missing",
             ["hidden2", "named_parameters"],
             breaks="one entry per parameter of `model`, named as\n`model.named_parameters()`",
         ),
         wrong(
             "the weights only",
-            function(_PER_SAMPLE, """
-                params = {name: p.detach() for name, p in model.named_parameters()}
-
-                def loss_of_one(params, sample, label):
-                    logits = torch.func.functional_call(model, params, (sample,))
-                    return torch.nn.functional.cross_entropy(logits, label)
-
-                each = torch.func.vmap(torch.func.grad(loss_of_one), in_dims=(None, 0, 0))
-                return {k: g for k, g in each(params, x, y).items() if k.endswith("weight")}
-                """),
+            _per_sample(result="return {k: g for k, g in each(params, x, y).items() "
+                        "if k.endswith('weight')}"),
             "missing",
             ["bias"],
         ),
@@ -265,16 +248,13 @@ WRONG: dict[str, list[Wrong]] = {
         ),
         wrong(
             "a tuple of the gradients",
-            _per_sample().replace("    return each(params, x, y)",
-                                  "    return tuple(each(params, x, y).values())"),
+            _per_sample(result="return tuple(each(params, x, y).values())"),
             "type",
             ["dict"],
         ),
         wrong(
             "float64 gradients",
-            _per_sample().replace("    return each(params, x, y)",
-                                  "    return {k: g.double() for k, g in "
-                                  "each(params, x, y).items()}"),
+            _per_sample(result="return {k: g.double() for k, g in each(params, x, y).items()}"),
             "dtype",
             ["float32"],
             breaks="each a float32 tensor",
