@@ -175,7 +175,10 @@ def _on_cluster(todo: list[Task], bundle: Bundle, scheduler: str
     from distributed.scheduler import KilledWorker
 
     with Client(scheduler, timeout=60) as client:
-        shipped = client.scatter(bundle, broadcast=True, hash=False)
+        # a task's result, not scattered data: a submission that kills workers kills the
+        # copies they held, and the cluster then computes the bundle again
+        shipped = client.submit(tasks.the_bundle, bundle, pure=False,
+                                key=f"bundle-{bundle.key}-{os.urandom(4).hex()}")
         futures = {}
         for task in todo:
             s = task.submission
