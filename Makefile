@@ -12,6 +12,10 @@ PORT ?= 8888
 # workers than cores pay; each test module stays on one worker (its fixtures are built once).
 PYTEST_JOBS ?= 4
 PYTEST := $(BIN)/python -m pytest -n $(PYTEST_JOBS) --dist loadscope
+# One torch thread per test process (and per kernel it starts): 4 workers on a 2-core machine,
+# each with torch's default pool of one thread per core, oversubscribe the cores, and torch's
+# waiting threads then spin: a question that grades in 2 s took over 60 s.
+test test-fast: export OMP_NUM_THREADS ?= 1
 
 .PHONY: lab test test-fast lint demo install debian-packages test-packages kernel clean-venv
 

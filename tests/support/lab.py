@@ -66,4 +66,8 @@ def running_lab(course: Path, log: Path) -> Iterator[Lab]:
             yield lab
         finally:
             server.terminate()
-            server.wait(timeout=30)
+            try:  # it shuts its kernels down first, one per notebook opened: slow when busy
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait(timeout=30)
