@@ -17,7 +17,7 @@ from nbgrader import utils
 from nbgrader.coursedir import CourseDirectory
 from traitlets import Bool, Integer, List, Unicode
 
-from autograd_course.grading import intake, sandbox, scan
+from autograd_course.grading import intake, sandbox, scan, tasks
 from autograd_course.grading.course import SECRET_FILE, read_secret
 from autograd_course.grading.kernel import KernelPlan, SandboxedExecute
 
@@ -355,23 +355,18 @@ class JudgedExecute(SandboxedExecute):
 
 def submission_digest(nb, files: Path) -> str:
     """A digest of everything the submission gives its kernel: every cell's type and source,
-    and the name and bytes of every file copied beside it.
+    and the files copied beside it (:func:`~autograd_course.grading.tasks.digest_of`).
 
     The hidden inputs are seeded by it too (with the secret, the student, the assignment and
     the notebook), so the same submission always gets the same inputs, and a changed one
     gets new ones: what the feedback of one submission showed of its hidden inputs (an
     exception message of the student's own can carry them) is no use to the next.
     """
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(tasks.digest_of(tasks.read_files(files)).encode())
     for cell in nb.cells:
         for part in (cell.get("cell_type", ""), cell.get("source", "")):
             text = part if isinstance(part, str) else "".join(map(str, part))
             digest.update(len(text).to_bytes(8, "big") + text.encode("utf-8", "replace"))
-    for path in sorted(p for p in files.rglob("*") if p.is_file() and not p.is_symlink()):
-        name = path.relative_to(files).as_posix().encode("utf-8", "surrogateescape")
-        data = path.read_bytes()
-        for part in (name, data):
-            digest.update(len(part).to_bytes(8, "big") + part)
     return digest.hexdigest()
 
 
