@@ -33,6 +33,18 @@ def _body(text: str) -> str:
     return textwrap.indent(textwrap.dedent(text).strip("\n"), " " * 8)
 
 
+#: Sinc.apply by plain autograd, as a method of a class: the masking trick and the value's
+#: series near 0, no backward of its own.
+_PLAIN_APPLY = """
+    @staticmethod
+    def apply(x):
+        small = x.abs() < 1e-2
+        safe = torch.where(small, 1.0, x)
+        series = 1 - x**2 / 6 + x**4 / 120 - x**6 / 5040
+        return torch.where(small, series, torch.sin(safe) / safe)
+"""
+
+
 def _sinc(forward: str = _SINC_FORWARD, backward: str | None = None,
           result: str = "torch.where(near, series, formula)") -> str:
     """The class of question 1 with the reference's forward and backward, except those given
@@ -154,39 +166,24 @@ WRONG: dict[str, list[Wrong]] = {
         ),
         wrong(
             "a plain class: autograd of the masking trick and a series, no backward",
-            """
-            class Sinc:
-                @staticmethod
-                def apply(x):
-                    small = x.abs() < 1e-2
-                    safe = torch.where(small, 1.0, x)
-                    series = 1 - x**2 / 6 + x**4 / 120 - x**6 / 5040
-                    return torch.where(small, series, torch.sin(safe) / safe)
-            """,
+            "class Sinc:" + _PLAIN_APPLY,
             "no_backward",
             ["Sinc.backward", "torch.autograd.Function"],
             breaks="Write `class Sinc(torch.autograd.Function)`",
         ),
         wrong(
             "a decorative backward that is wrong, apply by plain autograd",
-            """
-            class Sinc(torch.autograd.Function):
-                @staticmethod
-                def forward(ctx, x):
-                    ctx.save_for_backward(x)
-                    return torch.ones_like(x)
+            textwrap.dedent("""
+                class Sinc(torch.autograd.Function):
+                    @staticmethod
+                    def forward(ctx, x):
+                        ctx.save_for_backward(x)
+                        return torch.ones_like(x)
 
-                @staticmethod
-                def backward(ctx, grad_output):
-                    return grad_output
-
-                @staticmethod
-                def apply(x):
-                    small = x.abs() < 1e-2
-                    safe = torch.where(small, 1.0, x)
-                    series = 1 - x**2 / 6 + x**4 / 120 - x**6 / 5040
-                    return torch.where(small, series, torch.sin(safe) / safe)
-            """,
+                    @staticmethod
+                    def backward(ctx, grad_output):
+                        return grad_output
+                """) + _PLAIN_APPLY,
             "values",
             ["Sinc.backward(ctx, v)", "does not use this backward"],
             breaks="its\nbackward returns `grad_output` times",
