@@ -275,10 +275,8 @@ class Session:
     """The judging of one notebook: its link to the kernel, its namespace and its seeds.
 
     ``seed_key`` makes the hidden inputs of every test cell a function of the grader's secret
-    and the test's identity (student, assignment, notebook, cell, and the submission's digest,
-    :func:`~autograd_course.grading.preprocessors.execute.submission_digest`): the same
-    submission always gets the same inputs, different students and changed submissions get
-    different ones. Without it, inputs are fresh.
+    and the test's identity (student, assignment, notebook, cell): the same submission always
+    gets the same inputs, different students get different ones. Without it, inputs are fresh.
     """
 
     link: object

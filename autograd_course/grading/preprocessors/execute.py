@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import math
 import os
@@ -17,7 +16,7 @@ from nbgrader import utils
 from nbgrader.coursedir import CourseDirectory
 from traitlets import Bool, Integer, List, Unicode
 
-from autograd_course.grading import intake, sandbox, scan, tasks
+from autograd_course.grading import intake, sandbox, scan
 from autograd_course.grading.course import SECRET_FILE, read_secret
 from autograd_course.grading.kernel import KernelPlan, SandboxedExecute
 
@@ -151,8 +150,7 @@ class JudgedExecute(SandboxedExecute):
             self.use_kernel(KernelPlan(argv, folders, self.memory_limit_mb, uid))
             # past the budget (and a grace for nbclient to notice), the kernel is killed
             self.watchdog.deadline = (self._budget_end + 10, self._budget_reason())
-            self._seed = (secret, student, assignment, notebook,
-                          submission_digest(nb, folders.files))
+            self._seed = (secret, student, assignment, notebook)
             self.session = None  # made at the first cell the judge runs (see _link)
             self._unanswered, self._answer_error = False, ""
             failure = None
@@ -351,23 +349,6 @@ class JudgedExecute(SandboxedExecute):
                 flags += [f"code scan: {f}" for f in found]
                 pending += found
         return flags, flagged
-
-
-def submission_digest(nb, files: Path) -> str:
-    """A digest of everything the submission gives its kernel: every cell's type and source,
-    and the files copied beside it (:func:`~autograd_course.grading.tasks.digest_of`).
-
-    The hidden inputs are seeded by it too (with the secret, the student, the assignment and
-    the notebook), so the same submission always gets the same inputs, and a changed one
-    gets new ones: what the feedback of one submission showed of its hidden inputs (an
-    exception message of the student's own can carry them) is no use to the next.
-    """
-    digest = hashlib.sha256(tasks.digest_of(tasks.read_files(files)).encode())
-    for cell in nb.cells:
-        for part in (cell.get("cell_type", ""), cell.get("source", "")):
-            text = part if isinstance(part, str) else "".join(map(str, part))
-            digest.update(len(text).to_bytes(8, "big") + text.encode("utf-8", "replace"))
-    return digest.hexdigest()
 
 
 def _copy_other_files(resources, config, files: Path) -> list[str]:
