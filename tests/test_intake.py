@@ -66,3 +66,16 @@ def test_ordinary_student_ids_are_accepted(student):
 def test_other_names_are_not_student_ids(student):
     with pytest.raises(intake.IntakeError, match="is not a student id"):
         intake.check_student(student)
+
+
+def test_a_file_name_that_is_not_utf8_gets_a_fingerprint(tmp_path):
+    """os.walk gives such a name as surrogates; the run's fingerprint of the submission (which
+    decides what to regrade) must take it, not stop the class with a UnicodeEncodeError."""
+    from autograd_course.grading import tasks
+
+    (tmp_path / os.fsdecode(b"\xff.txt")).write_bytes(b"data")
+    (tmp_path / "a.txt").write_bytes(b"data")
+    files = tasks.read_files(tmp_path)
+    assert len(files) == 2
+    assert tasks.digest_of(files) != tasks.digest_of({"a.txt": b"data"})
+    assert tasks.digest_of(files, {os.fsdecode(b"\xfe"): 9}) != tasks.digest_of(files)

@@ -95,10 +95,10 @@ def read_files(folder: Path) -> dict[str, bytes]:
 def digest_of(files: dict[str, bytes], oversized: dict[str, int] | None = None) -> str:
     """A fingerprint of a submission's files: it changes when any file does."""
     digest = hashlib.sha256()
-    for name in sorted(files):
-        digest.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
+    for name in sorted(files):  # a name that is not UTF-8 comes as surrogates (os.walk's)
+        digest.update(os.fsencode(name) + b"\0" + hashlib.sha256(files[name]).digest())
     for name, size in sorted((oversized or {}).items()):
-        digest.update(name.encode() + b"\0oversized\0" + str(size).encode())
+        digest.update(os.fsencode(name) + b"\0oversized\0" + str(size).encode())
     return digest.hexdigest()
 
 
