@@ -170,11 +170,14 @@ def _run(tmp_path, **settings):
     return report, memory, resources["autograd_course"]
 
 
-@pytest.fixture(scope="module")
-def sandboxed(tmp_path_factory):
+@pytest.fixture(scope="module", params=["warm", "cold"])
+def sandboxed(request, tmp_path_factory):
+    """The probe's report from a kernel forked by the zygote (warm) and from a kernel started
+    as a process of its own (cold): every property holds for both."""
     assert sandbox.bubblewrap(), ("bubblewrap (bwrap) is required to test the sandbox: "
                                   "`make test` installs Debian's bubblewrap when run as root")
-    return _run(tmp_path_factory.mktemp("sandbox"), max_processes=64, disk_mb=32)
+    return _run(tmp_path_factory.mktemp("sandbox"), max_processes=64, disk_mb=32,
+                warm_kernels=request.param == "warm")
 
 
 def test_the_package_is_read_only_and_the_course_is_hidden(sandboxed):

@@ -18,6 +18,7 @@ import contextlib
 import os
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,7 +30,7 @@ from jupyter_core.utils import run_sync
 from nbgrader.preprocessors import Execute
 from traitlets import Any, Integer
 
-from autograd_course.grading import sandbox
+from autograd_course.grading import sandbox, warm
 from autograd_course.memory import tree_private_bytes
 
 GRADING_KERNEL = "autograd-course-grading"
@@ -258,6 +259,8 @@ class KernelPlan:
     memory_limit_mb: int
     uid: int | None = None
     log: object = None
+    #: Fork the kernel from this zygote with this request (:mod:`.warm`), not from argv.
+    warm: tuple | None = None
 
 
 class SandboxedExecute(Execute):
@@ -280,7 +283,8 @@ class SandboxedExecute(Execute):
             self._plan.log.close()
 
     def kernel_pid(self) -> int | None:
-        """The process id of the kernel's command (bubblewrap's, when sandboxed)."""
+        """The process id of the kernel's command (bubblewrap's, when sandboxed; the forked
+        kernel's first process, when warm)."""
         # jupyter_client (public attribute of LocalProvisioner): ``process``, the Popen object.
         provisioner = getattr(self.km, "provisioner", None)
         return getattr(getattr(provisioner, "process", None), "pid", None)
@@ -302,6 +306,11 @@ class SandboxedExecute(Execute):
             transport="ipc", ip=str(plan.folders.ipc / "kernel"),
             connection_file=str(plan.folders.ipc / "kernel.json"), config=self.config)
         self.km.owner = sandbox.NOBODY if plan.uid is None else plan.uid
+        if plan.warm is not None:
+            # jupyter_client (public): a manager given a provisioner before its start uses it
+            self.km.provisioner = warm.WarmProvisioner(
+                kernel_id=str(uuid.uuid4()), kernel_spec=spec, parent=self.km)
+            self.km.provisioner.zygote, self.km.provisioner.request = plan.warm
         self.km.session.on_refused = self.watchdog.kill  # a message refused stops the kernel
         return self.km
 

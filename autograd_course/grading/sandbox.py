@@ -59,7 +59,7 @@ import autograd_course
 NOBODY = 65534
 #: What of this package a grading kernel sees: everything else in it is the grader's.
 KERNEL_SIDE = ("__init__.py", "agent.py", "wire.py", "checks.py", "answer_forms.py", "hints",
-               "lessons.py", "graphs.py", "plots.py", "memory.py", "streams.py")
+               "lessons.py", "graphs.py", "plots.py", "memory.py", "streams.py", "zygote.py")
 PACKAGE = Path(autograd_course.__file__).resolve().parent
 #: The system's programs and libraries, read-only (a link, as in merged-/usr systems, is made
 #: as the same link).
@@ -154,7 +154,9 @@ def python_paths(private: Sequence[Path] = ()) -> list[Path]:
     folder (a test's fixtures), is left out: the package is bound on its own, kernel side
     only; the environment's own folders are bound even inside the course (a venv there).
     """
-    private = [Path(p).resolve() for p in private]
+    # the temporary folder too: a script run from there puts it on the import path, and it
+    # holds other kernels' folders (the environment's own folders are bound wherever they lie)
+    private = [Path(p).resolve() for p in [*private, tempfile.gettempdir()]]
     installed = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix),
                  Path(os.path.realpath(sys.executable)).parent.parent}
     for name in ("stdlib", "platstdlib", "purelib", "platlib"):
@@ -241,8 +243,17 @@ def kernel_python() -> list[str]:
     on the path, as in Jupyter, for the student's own modules. Its stdout and stderr send
     what a cell prints in messages of a bounded size (:mod:`autograd_course.streams`)."""
     return [sys.executable, "-P", "-m", "ipykernel_launcher", "-f", "{connection_file}",
-            "--IPKernelApp.exec_lines=__import__('sys').path.insert(0, '')",
-            "--IPKernelApp.outstream_class=autograd_course.streams.ChunkedOutStream"]
+            *KERNEL_OPTIONS]
+
+
+#: ipykernel's options of a grading kernel (see :func:`kernel_python`).
+KERNEL_OPTIONS = ("--IPKernelApp.exec_lines=__import__('sys').path.insert(0, '')",
+                  "--IPKernelApp.outstream_class=autograd_course.streams.ChunkedOutStream")
+
+
+def kernel_environment() -> dict[str, str]:
+    """A sandboxed kernel's environment (its home is its own ``/tmp``)."""
+    return _environment(Path("/tmp"))
 
 
 def kernel_command(folders: Folders, limits: Limits, *, private: Sequence[Path] = (),
@@ -267,45 +278,11 @@ def kernel_command(folders: Folders, limits: Limits, *, private: Sequence[Path] 
         env = ["env", "-i", *(f"{k}={v}" for k, v in _environment(folders.home).items())]
         return [*env, *_die_with_parent(), *_limits_prefix(limits, processes=False),
                 *python], False
-    argv = [bwrap, *_system()]
-    made: set[Path] = {Path("/")}
-
-    def folder(path: Path) -> None:  # readable by the kernel's user, parents included
-        for p in [*reversed(path.parents), path]:
-            if p not in made:
-                argv.extend(["--perms", "0755", "--dir", str(p)])
-                made.add(p)
-
-    def bind(path: Path, flag: str = "--ro-bind") -> None:
-        folder(path.parent)
-        argv.extend([flag, str(path), str(path)])
-        made.add(path)
-
-    folder(Path("/etc"))
-    for name in ETC:
-        if (Path("/etc") / name).exists():
-            argv += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    tree = _Tree([bwrap, *_system()])
+    tree.fixed_part(private, limits.tmp_mb)
+    argv, folder, bind = tree.argv, tree.folder, tree.bind
     if os.geteuid() == 0:
         argv += _accounts(folders, uid if uid is not None else NOBODY)
-    for name in SYS:
-        if Path(name).exists():
-            bind(Path(name))
-    argv += ["--dev", "/dev", "--perms", "1777", "--size", str(SHM_MB * 2**20), "--tmpfs",
-             "/dev/shm", "--proc", "/proc",
-             "--perms", "1777", "--size", str(limits.tmp_mb * 2**20), "--tmpfs", "/tmp"]
-    system = [Path(n) for n in SYSTEM]
-    bound: list[Path] = []
-    for path in python_paths(private):
-        if not _within(path, system + bound):
-            bind(path)
-            bound.append(path)
-    # The package: an empty folder with only its kernel side bound in (no __pycache__: its
-    # compiled modules would carry the rest).
-    folder(PACKAGE.parent)
-    argv += ["--perms", "0755", "--tmpfs", str(PACKAGE)]
-    for name in KERNEL_SIDE:
-        if (PACKAGE / name).exists():
-            argv += ["--ro-bind", str(PACKAGE / name), str(PACKAGE / name)]
     # The working folder: a file system of its own, with a size, filled from a read-only
     # copy of the submission's other files when the kernel starts.
     folder(folders.work.parent)
@@ -313,10 +290,8 @@ def kernel_command(folders: Folders, limits: Limits, *, private: Sequence[Path] 
              "--perms", "0777", "--size", str(limits.work_mb * 2**20), "--tmpfs",
              str(folders.work)]
     bind(folders.ipc, "--bind")
-    argv += ["--remount-ro", "/dev", "--remount-ro", "/",
-             "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-             "--die-with-parent", "--clearenv", "--chdir", str(folders.work)]
-    for name, value in _environment(Path("/tmp")).items():  # its own, empty at start
+    argv += [*_sealed(), "--chdir", str(folders.work)]
+    for name, value in kernel_environment().items():  # its home: its own /tmp, empty at start
         argv += ["--setenv", name, value]
     if os.geteuid() == 0:
         user = uid if uid is not None else NOBODY
@@ -329,6 +304,96 @@ def kernel_command(folders: Folders, limits: Limits, *, private: Sequence[Path] 
     fill = ["/bin/sh", "-c", 'cp -R -- "$0"/. . 2>/dev/null; exec "$@"', str(folders.files)]
     return [*argv, *drop, *fill, *_limits_prefix(limits, processes=uid is not None),
             *python], True
+
+
+
+#: The environment variables that size thread pools: one thread in a zygote, which must fork.
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def zygote_command(spool: Path, *, private: Sequence[Path] = ()) -> list[str] | None:
+    """The argv of a zygote (:mod:`autograd_course.zygote`): the fixed part of every kernel's
+    sandbox, with ``spool`` (where each kernel's folders are made, under ``/tmp``) bound in at
+    its own path; one thread per pool. None where bubblewrap cannot run.
+
+    As root, the zygote keeps only the capabilities a child needs to mount its own file
+    systems and become the kernel's user; otherwise it is the grader's user in a user
+    namespace, and each child makes a user namespace of its own."""
+    bwrap = bubblewrap()
+    if bwrap is None:
+        return None
+    tree = _Tree([bwrap, *_system()])
+    tree.fixed_part(private, SHM_MB)
+    argv = tree.argv
+    if os.geteuid() == 0:  # stand-ins, covered by each child's own
+        for name, text in (("passwd", "root:x:0:0:root:/:/bin/sh\n"), ("group", "root:x:0:\n")):
+            (spool / f"{name}.zygote").write_text(text)
+            argv += ["--ro-bind", str(spool / f"{name}.zygote"), f"/etc/{name}"]
+    tree.bind(spool, "--bind")
+    argv += [*_sealed(), "--chdir", "/"]
+    env = {**kernel_environment(), **{name: "1" for name in THREAD_VARIABLES}}
+    for name, value in env.items():
+        argv += ["--setenv", name, value]
+    if os.geteuid() != 0:
+        argv += ["--unshare-user", "--cap-drop", "ALL"]
+    return [*argv, sys.executable, "-P", "-m", "autograd_course.zygote"]
+
+
+def _sealed() -> list[str]:
+    """The end of every sandbox's bubblewrap options: read-only, no network, namespaces of
+    its own, dead with its parent, a clean environment."""
+    return ["--remount-ro", "/dev", "--remount-ro", "/",
+            "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+            "--die-with-parent", "--clearenv"]
+
+
+class _Tree:
+    """bubblewrap's options for a sandbox's file system, folder by folder: each folder made
+    readable by the kernel's user, parents included, once."""
+
+    def __init__(self, argv: list[str]):
+        self.argv = argv
+        self.made: set[Path] = {Path("/")}
+
+    def folder(self, path: Path) -> None:
+        for p in [*reversed(path.parents), path]:
+            if p not in self.made:
+                self.argv.extend(["--perms", "0755", "--dir", str(p)])
+                self.made.add(p)
+
+    def bind(self, path: Path, flag: str = "--ro-bind") -> None:
+        self.folder(path.parent)
+        self.argv.extend([flag, str(path), str(path)])
+        self.made.add(path)
+
+    def fixed_part(self, private: Sequence[Path], tmp_mb: int) -> None:
+        """What every kernel sees alike: /etc's few files, the CPU topology, /dev, /proc, a
+        /tmp of ``tmp_mb``, Python and this package's kernel side (the allowlist)."""
+        argv = self.argv
+        self.folder(Path("/etc"))
+        for name in ETC:
+            if (Path("/etc") / name).exists():
+                argv += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+        for name in SYS:
+            if Path(name).exists():
+                self.bind(Path(name))
+        argv += ["--dev", "/dev", "--perms", "1777", "--size", str(SHM_MB * 2**20), "--tmpfs",
+                 "/dev/shm", "--proc", "/proc",
+                 "--perms", "1777", "--size", str(tmp_mb * 2**20), "--tmpfs", "/tmp"]
+        system = [Path(n) for n in SYSTEM]
+        bound: list[Path] = []
+        for path in python_paths(private):
+            if not _within(path, system + bound):
+                self.bind(path)
+                bound.append(path)
+        # The package: an empty folder with only its kernel side bound in (no __pycache__:
+        # its compiled modules would carry the rest).
+        self.folder(PACKAGE.parent)
+        argv += ["--perms", "0755", "--tmpfs", str(PACKAGE)]
+        for name in KERNEL_SIDE:
+            if (PACKAGE / name).exists():
+                argv += ["--ro-bind", str(PACKAGE / name), str(PACKAGE / name)]
+        argv += ["--remount-ro", str(PACKAGE)]  # not even a zygote's root writes there
 
 
 def prepare_folders(base: Path, uid: int | None = None) -> Folders:

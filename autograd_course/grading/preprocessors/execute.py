@@ -16,7 +16,7 @@ from nbgrader import utils
 from nbgrader.coursedir import CourseDirectory
 from traitlets import Bool, Integer, List, Unicode
 
-from autograd_course.grading import intake, sandbox, scan
+from autograd_course.grading import intake, sandbox, scan, warm
 from autograd_course.grading.course import SECRET_FILE, read_secret
 from autograd_course.grading.kernel import KernelPlan, SandboxedExecute
 
@@ -48,6 +48,7 @@ class _LazyJudge:
 
 judge = _LazyJudge()
 _swept = threading.Event()
+_said: set[str] = set()  # why warm kernels could not run, once each per process
 
 
 def _sweep_once() -> None:
@@ -112,6 +113,11 @@ class JudgedExecute(SandboxedExecute):
         32, help="MiB of outputs the grader keeps from one notebook's kernel; the rest is "
         "dropped as it arrives."
     ).tag(config=True)
+    warm_kernels = Bool(
+        False, help="Fork each notebook's kernel from a zygote that has imported torch once per "
+        "grading process (autograd_course.zygote), in the same sandbox; off, or where the "
+        "zygote cannot run, each kernel is a new process."
+    ).tag(config=True)
     secret = Unicode(
         "", help="The grader's secret that seeds hidden inputs (default: the course root's "
         f"{SECRET_FILE}, made on first use)."
@@ -136,18 +142,21 @@ class JudgedExecute(SandboxedExecute):
         flags, flagged = self._scan(nb)
         secret = (self.secret or read_secret(coursedir.root)).encode()
         _sweep_once()
-        with (tempfile.TemporaryDirectory(prefix=f"{sandbox.KERNEL_FOLDERS}{os.getpid()}-")
-              as tmp, sandbox.kernel_user() as uid):
+        private = _private_paths(coursedir) + [Path(p) for p in self.hide_paths]
+        zygote = self._zygote(private)
+        with (tempfile.TemporaryDirectory(prefix=f"{sandbox.KERNEL_FOLDERS}{os.getpid()}-",
+                                          dir=zygote and zygote.spool) as tmp,
+              sandbox.kernel_user() as uid):
             folders = sandbox.prepare_folders(Path(tmp), uid)
             notes += _copy_other_files(resources, self.config, folders.files)
             limits = sandbox.Limits(memory_mb=self.memory_limit_mb, cpu_seconds=self.cpu_seconds,
                                     processes=self.max_processes, work_mb=self.disk_mb,
                                     tmp_mb=self.disk_mb)
-            private = _private_paths(coursedir) + [Path(p) for p in self.hide_paths]
             argv, sandboxed = sandbox.kernel_command(
                 folders, limits, private=private, uid=uid, use_sandbox=self.sandbox,
                 require=self.require_sandbox)
-            self.use_kernel(KernelPlan(argv, folders, self.memory_limit_mb, uid))
+            forked = (zygote, warm.request(folders, limits, uid)) if zygote and sandboxed else None
+            self.use_kernel(KernelPlan(argv, folders, self.memory_limit_mb, uid, warm=forked))
             # past the budget (and a grace for nbclient to notice), the kernel is killed
             self.watchdog.deadline = (self._budget_end + 10, self._budget_reason())
             self._seed = (secret, student, assignment, notebook)
@@ -176,10 +185,21 @@ class JudgedExecute(SandboxedExecute):
         notes += [f"the course's locked cell failed in the judge: {e}"
                   for e in (self.session.locked_errors if self.session else [])]
         state.update(notes=notes, flags=flags, flagged=sorted(flagged), failure=failure,
-                     sandboxed=sandboxed,
+                     sandboxed=sandboxed, kernel="warm" if forked else "cold",
                      seconds=round(time.monotonic() - self._budget_end + self.notebook_seconds,
                                    2))
         return nb, resources
+
+    def _zygote(self, private: list[Path]):
+        """The grading process's zygote (:mod:`..warm`), or None: warm kernels off, the
+        sandbox off, or a zygote that cannot run here (said once, in the log)."""
+        if not (self.warm_kernels and self.sandbox and sandbox.bubblewrap()):
+            return None
+        zygote, why = warm.zygote(private)
+        if zygote is None and why not in _said:
+            _said.add(why)
+            self.log.warning("%s: each notebook's kernel starts cold", why)
+        return zygote
 
     def _link(self):
         """The judge's session and its link to the kernel, made at their first use."""

@@ -1,0 +1,374 @@
+"""A warm parent of grading kernels (kernel side): torch imported once, a kernel forked each time.
+
+The grader (:mod:`autograd_course.grading.warm`) starts this module once per grading worker,
+inside the sandbox's fixed part (bubblewrap: the allowlist of :mod:`.grading.sandbox`, no
+network, its own PID namespace). It imports only what a grading kernel imports (torch,
+numpy, ipykernel, this package's kernel side), primes torch (one autograd pass and one
+``torch.optim`` step, which loads ``torch._dynamo``), and then answers the grader's requests
+on its stdin, one JSON line each:
+
+- ``{"op": "spawn", ...}``: fork a kernel for one notebook (:func:`_child`); the reply is the
+  forked process's id in this sandbox's PID namespace;
+- end of input: exit.
+
+It holds no grader code, no secret, no course path, no zmq context and no thread but its own
+(checked before every fork: :func:`_assert_forkable`). A student's code never runs here: it
+runs in a child, which before it runs anything of the notebook
+
+1. closes every inherited file descriptor (the grader's pipe included);
+2. enters new mount, PID, network, IPC and UTS namespaces (and, where this parent is not
+   root, a user namespace of its own);
+3. mounts its own ``/tmp``, ``/dev/shm`` and working folder (each a tmpfs with a size), binds
+   in its socket folder and a read-only copy of the submission's other files at the paths the
+   grader uses (all under ``/tmp``), and so hides every other notebook's folder;
+4. forks its kernel as PID 1 of the new PID namespace, which mounts its own ``/proc``;
+5. drops to the kernel's user (every capability, the bounding set included, and
+   ``no_new_privs``);
+6. sets its resource limits (address space, CPU seconds, file size, processes);
+7. reseeds Python's, NumPy's and torch's generators from ``os.urandom``;
+8. starts ipykernel's kernel (its zmq sockets are made now, after the fork).
+
+What a child changes (patched modules, ``sys.modules``, ``builtins``, torch, files) stays in
+its own copy of memory and its own file systems; when its kernel ends, its PID namespace ends
+with every process in it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import gc
+import json
+import os
+import random
+import signal
+import sys
+import time
+
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 32, 4096, 8192, 16384, 1 << 18
+MNT_DETACH = 2
+PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+CAP_SETGID, CAP_SETUID, CAP_SETPCAP, CAP_NET_ADMIN, CAP_SYS_ADMIN = 6, 7, 8, 12, 21
+#: What this parent keeps of root's capabilities: what a child needs to mount its file
+#: systems (SYS_ADMIN), to become the kernel's user (SETUID, SETGID), to empty its own
+#: bounding set (SETPCAP) and to bring up its own loopback (NET_ADMIN). A child drops them all.
+KEPT = (CAP_SETGID, CAP_SETUID, CAP_SETPCAP, CAP_NET_ADMIN, CAP_SYS_ADMIN)
+SIOCSIFFLAGS, IFF_UP, IFF_RUNNING = 0x8914, 0x1, 0x40
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                ("inheritable", ctypes.c_uint32)]
+
+
+def _check(result: int, what: str) -> int:
+    if result == -1:
+        code = ctypes.get_errno()
+        raise OSError(code, f"{what}: {os.strerror(code)}")
+    return result
+
+
+def unshare(flags: int) -> None:
+    """Linux's unshare(2) (Python 3.11's ``os`` has none)."""
+    _check(_libc.unshare(flags), "unshare")
+
+
+def mount(source: str | None, target: str, fstype: str | None, flags: int = 0,
+          data: str | None = None) -> None:
+    """Linux's mount(2)."""
+    _check(_libc.mount(_bytes(source), _bytes(target), _bytes(fstype), ctypes.c_ulong(flags),
+                       _bytes(data)), f"mount {target}")
+
+
+def _bytes(text: str | None) -> bytes | None:
+    return None if text is None else os.fsencode(text)
+
+
+def umount(target: str) -> None:
+    _check(_libc.umount2(os.fsencode(target), MNT_DETACH), f"umount {target}")
+
+
+def prctl(option: int, arg: int = 0) -> None:
+    _check(_libc.prctl(option, ctypes.c_ulong(arg), 0, 0, 0), f"prctl {option}")
+
+
+def set_capabilities(caps: tuple[int, ...]) -> None:
+    """Make ``caps`` this process's effective and permitted capabilities, and none other
+    (inheritable: none)."""
+    header = _CapHeader(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3: two 32-bit words
+    data = (_CapData * 2)()
+    for cap in caps:
+        word, bit = divmod(cap, 32)
+        data[word].effective |= 1 << bit
+        data[word].permitted |= 1 << bit
+    _check(_libc.capset(ctypes.byref(header), data), "capset")
+
+
+def last_capability() -> int:
+    with open("/proc/sys/kernel/cap_last_cap") as f:
+        return int(f.read())
+
+
+def drop_bounding_set(keep: tuple[int, ...] = ()) -> None:
+    """Remove every capability but ``keep`` from this process's bounding set."""
+    for cap in range(last_capability() + 1):
+        if cap not in keep:
+            _check(_libc.prctl(PR_CAPBSET_DROP, ctypes.c_ulong(cap), 0, 0, 0), "capbset")
+
+
+def status_fields(*names: str) -> dict[str, str]:
+    """Fields of /proc/self/status (``CapEff``, ``NoNewPrivs``...)."""
+    with open("/proc/self/status") as f:
+        pairs = (line.split(":", 1) for line in f if ":" in line)
+        return {k: v.strip() for k, v in pairs if k in names}
+
+
+# -- the parent ------------------------------------------------------------------------------
+def _prime() -> None:
+    """Load what a grading kernel loads, and run torch's first autograd pass and optimiser
+    step (``torch.optim``'s first step imports ``torch._dynamo``: seconds in a fresh
+    process)."""
+    import numpy  # noqa: F401
+    import torch
+    from ipykernel.kernelapp import IPKernelApp  # noqa: F401
+
+    import autograd_course.agent  # noqa: F401
+    import autograd_course.memory  # noqa: F401
+    import autograd_course.streams  # noqa: F401
+
+    model = torch.nn.Linear(4, 1)
+    optimiser = torch.optim.SGD(model.parameters(), lr=0.1)
+    loss = model(torch.randn(3, 4, requires_grad=True)).pow(2).sum()
+    loss.backward()
+    optimiser.step()
+    torch.optim.Adam(model.parameters()).step()
+
+
+def _tasks() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+def _assert_forkable() -> None:
+    """A fork copies one thread only, and shares writable shared mappings: there must be
+    neither a second thread nor such a mapping."""
+    if _tasks() != 1:
+        raise RuntimeError(f"the zygote runs {_tasks()} threads; a fork needs one")
+    with open("/proc/self/maps") as f:
+        shared = [line for line in f if line.split()[1][1:4] == "w-s"]
+    if shared:
+        raise RuntimeError(f"the zygote has a writable shared mapping: {shared[0].strip()}")
+
+
+def main() -> None:
+    """Prime, then fork a child for each request on stdin until it closes."""
+    started = time.perf_counter()
+    root = os.geteuid() == 0
+    if root:
+        drop_bounding_set(KEPT)
+        set_capabilities(KEPT)
+    _prime()
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+    gc.collect()
+    gc.freeze()  # children's collections leave the parent's objects (and pages) alone
+    _assert_forkable()
+    requests, replies = sys.stdin.buffer, sys.stdout
+    _reply(replies, ready=True, seconds=round(time.perf_counter() - started, 3),
+           threads=_tasks(), root=root)
+    for line in requests:
+        try:
+            request = json.loads(line)
+            _assert_forkable()
+            pid = _spawn(request)
+            _reply(replies, pid=pid)
+        except Exception as exc:  # noqa: BLE001 - the grader hears why, and goes on
+            _reply(replies, error=f"{type(exc).__name__}: {exc}")
+
+
+def _reply(stream, **fields) -> None:
+    stream.write(json.dumps(fields) + "\n")
+    stream.flush()
+
+
+def _spawn(request: dict) -> int:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid:
+        return pid
+    status = 70
+    try:
+        status = _child(request)
+    except BaseException as exc:  # noqa: BLE001 - a child never returns to the parent's loop
+        _log(f"the warm kernel could not start: {type(exc).__name__}: {exc}")
+    finally:
+        os._exit(status)
+
+
+def _log(message: str) -> None:
+    with open(2, "w", closefd=False) as f:
+        f.write(message + "\n")
+
+
+# -- a child -----------------------------------------------------------------------------
+def _child(request: dict) -> int:
+    """The first process of a notebook's kernel: namespaces and file systems, then its
+    kernel as PID 1 of a new PID namespace, whose exit status it returns."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with the zygote
+    log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+    root = os.geteuid() == 0
+    flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
+    if not root:
+        uid, gid = os.geteuid(), os.getegid()
+        unshare(flags | CLONE_NEWUSER)
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
+                           ("gid_map", f"{gid} {gid} 1")):
+            with open(f"/proc/self/{name}", "w") as f:
+                f.write(text)
+    else:
+        unshare(flags)
+    _loopback()
+    _file_systems(request)
+    kernel = os.fork()
+    if kernel == 0:
+        try:
+            _kernel(request)
+        except BaseException as exc:  # noqa: BLE001
+            _log(f"the warm kernel could not start: {type(exc).__name__}: {exc}")
+        os._exit(70)
+    while True:
+        try:
+            _, status = os.waitpid(kernel, 0)
+            return os.waitstatus_to_exitcode(status) & 0xFF
+        except ChildProcessError:
+            return 0
+        except InterruptedError:
+            continue
+
+
+def _loopback() -> None:
+    """Bring up the new network namespace's loopback (and nothing else is there)."""
+    import fcntl
+    import socket
+    import struct
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", IFF_UP | IFF_RUNNING))
+
+
+def _tmpfs(target: str, mb: int, mode: str) -> None:
+    mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, f"size={mb * 2**20},mode={mode}")
+
+
+def _file_systems(request: dict) -> None:
+    """This child's own file systems (see the module's step 3); the rest stays read-only.
+
+    The new ``/tmp`` is made first in the kernel's empty ``home`` folder, with this kernel's
+    own folders bound inside it at the paths the grader uses, and then moved onto ``/tmp``
+    with them: every other folder of the spool (under ``/tmp``) is covered."""
+    limits = request["limits"]
+    mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing here reaches the parent
+    for name in ("passwd", "group"):  # name only root, nobody and the kernel's user
+        if request.get(name):
+            mount(request[name], f"/etc/{name}", None, MS_BIND)
+            mount(None, f"/etc/{name}", None, MS_BIND | MS_REMOUNT | MS_RDONLY)
+    tmp = request["home"]
+    _tmpfs(tmp, limits["tmp_mb"], "1777")
+    inside = {name: os.path.join(tmp, os.path.relpath(request[name], "/tmp"))
+              for name in ("ipc", "files", "work")}
+    for name, path in inside.items():
+        os.makedirs(path, mode=0o755)
+    mount(request["ipc"], inside["ipc"], None, MS_BIND)
+    mount(request["files"], inside["files"], None, MS_BIND)
+    mount(None, inside["files"], None, MS_BIND | MS_REMOUNT | MS_RDONLY)
+    _tmpfs(inside["work"], limits["work_mb"], "0777")
+    mount(tmp, "/tmp", None, MS_MOVE)
+    _tmpfs("/dev/shm", limits["shm_mb"], "1777")
+
+
+def _kernel(request: dict) -> None:
+    """PID 1 of the notebook's PID namespace: /proc, the kernel's user, limits, seeds, and
+    ipykernel's kernel (see the module's steps 4 to 8)."""
+    import resource
+
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    os.chdir(request["work"])
+    drop_bounding_set()
+    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
+    uid = request.get("uid")
+    if os.geteuid() == 0 and uid is not None:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)  # clears the permitted and effective capabilities
+    set_capabilities(())
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # a change of user cleared it
+    if status_fields("CapEff")["CapEff"].strip("0"):
+        raise RuntimeError("capabilities left after the drop")
+    limits = request["limits"]
+    for which, value in ((resource.RLIMIT_AS, limits["memory_mb"] * 2**20),
+                         (resource.RLIMIT_CPU, limits["cpu_seconds"]),
+                         (resource.RLIMIT_FSIZE, limits["file_mb"] * 2**20)):
+        resource.setrlimit(which, (value, value))
+    if uid is not None:  # counted per user: only where the kernel has a user of its own
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits["processes"], limits["processes"]))
+    _fill(request["files"], request["work"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    _reseed(request["threads"])
+    argv = ["-f", request["connection_file"], *request["argv"]]
+    sys.argv = [sys.executable, "-m", "ipykernel_launcher", *argv]
+    from ipykernel.kernelapp import IPKernelApp
+
+    app = IPKernelApp.instance()
+    app.initialize(argv)
+    app.start()
+
+
+def _fill(files: str, work: str) -> None:
+    """The working folder: a copy of the submission's other files, the kernel user's own (as
+    ``cp -R`` makes it in a cold kernel; a file that cannot be copied is left out)."""
+    import shutil
+
+    for top, folders, names in os.walk(files):
+        rel = os.path.relpath(top, files)
+        target = os.path.normpath(os.path.join(work, rel))
+        for folder in folders:
+            with contextlib.suppress(OSError):
+                os.makedirs(os.path.join(target, folder), exist_ok=True)
+        for name in names:
+            with contextlib.suppress(OSError):
+                shutil.copyfile(os.path.join(top, name), os.path.join(target, name),
+                                follow_symlinks=False)
+
+
+def _reseed(threads: int) -> None:
+    """Generators seeded from the operating system's entropy, as a fresh process's are (no
+    two kernels share the parent's state); torch's thread count as the grader asks."""
+    import numpy
+    import torch
+
+    random.seed(os.urandom(32))
+    numpy.random.seed(int.from_bytes(os.urandom(4), "little"))
+    torch.manual_seed(int.from_bytes(os.urandom(8), "little"))
+    torch.set_num_threads(threads)
+
+
+if __name__ == "__main__":
+    main()
