@@ -291,7 +291,7 @@ def _file_systems(request: dict) -> None:
     _tmpfs(tmp, limits["tmp_mb"], "1777")
     inside = {name: os.path.join(tmp, os.path.relpath(request[name], "/tmp"))
               for name in ("ipc", "files", "work")}
-    for name, path in inside.items():
+    for path in inside.values():
         os.makedirs(path, mode=0o755)
     mount(request["ipc"], inside["ipc"], None, MS_BIND)
     mount(request["files"], inside["files"], None, MS_BIND)
