@@ -290,9 +290,8 @@ def kernel_command(folders: Folders, limits: Limits, *, private: Sequence[Path] 
              "--perms", "0777", "--size", str(limits.work_mb * 2**20), "--tmpfs",
              str(folders.work)]
     bind(folders.ipc, "--bind")
-    argv += [*_sealed(), "--chdir", str(folders.work)]
-    for name, value in kernel_environment().items():  # its home: its own /tmp, empty at start
-        argv += ["--setenv", name, value]
+    # its home: its own /tmp, empty at start
+    argv += [*_sealed(), "--chdir", str(folders.work), *_setenv(kernel_environment())]
     if os.geteuid() == 0:
         user = uid if uid is not None else NOBODY
         drop = [shutil.which("setpriv") or "setpriv", f"--reuid={user}", f"--regid={user}",
@@ -304,7 +303,6 @@ def kernel_command(folders: Folders, limits: Limits, *, private: Sequence[Path] 
     fill = ["/bin/sh", "-c", 'cp -R -- "$0"/. . 2>/dev/null; exec "$@"', str(folders.files)]
     return [*argv, *drop, *fill, *_limits_prefix(limits, processes=uid is not None),
             *python], True
-
 
 
 #: The environment variables that size thread pools: one thread in a zygote, which must fork.
@@ -330,13 +328,16 @@ def zygote_command(spool: Path, *, private: Sequence[Path] = ()) -> list[str] | 
             (spool / f"{name}.zygote").write_text(text)
             argv += ["--ro-bind", str(spool / f"{name}.zygote"), f"/etc/{name}"]
     tree.bind(spool, "--bind")
-    argv += [*_sealed(), "--chdir", "/"]
     env = {**kernel_environment(), **{name: "1" for name in THREAD_VARIABLES}}
-    for name, value in env.items():
-        argv += ["--setenv", name, value]
+    argv += [*_sealed(), "--chdir", "/", *_setenv(env)]
     if os.geteuid() != 0:
         argv += ["--unshare-user", "--cap-drop", "ALL"]
     return [*argv, sys.executable, "-P", "-m", "autograd_course.zygote"]
+
+
+def _setenv(env: dict[str, str]) -> list[str]:
+    """bubblewrap's options that set ``env`` (after ``--clearenv``)."""
+    return [arg for name, value in env.items() for arg in ("--setenv", name, value)]
 
 
 def _sealed() -> list[str]:

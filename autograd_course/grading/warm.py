@@ -49,7 +49,6 @@ class Zygote:
     part, which hides ``private``. Each kernel's folders are made under :attr:`spool`."""
 
     def __init__(self, private: tuple[Path, ...]):
-        self.private = private
         # under /tmp, which each forked kernel covers with its own (autograd_course.zygote)
         self.spool = Path(tempfile.mkdtemp(
             prefix=f"{sandbox.KERNEL_FOLDERS}{os.getpid()}-zygote-", dir="/tmp"))
@@ -247,9 +246,7 @@ def zygote(private: list[Path]) -> tuple[Zygote | None, str]:
     found = _zygotes.get(key)
     if found is not None and found.alive():
         return found, ""
-    if found is not None:
-        found.close()
-    for other in list(_zygotes.values()):  # one at a time: a zygote holds memory
+    for other in _zygotes.values():  # one at a time: a zygote holds memory (a dead one, files)
         other.close()
     _zygotes.clear()
     if not hasattr(os, "fork") or sys.platform != "linux":
