@@ -17,7 +17,7 @@ runs in a child, which before it runs anything of the notebook
 
 1. closes every inherited file descriptor (the grader's pipe included);
 2. enters new mount, PID, network, IPC and UTS namespaces (and, where this parent is not
-   root, a user namespace of its own);
+   root, a user namespace of its own), and brings up the new network's loopback only;
 3. mounts its own ``/tmp``, ``/dev/shm`` and working folder (each a tmpfs with a size), binds
    in its socket folder and a read-only copy of the submission's other files at the paths the
    grader uses (all under ``/tmp``), and so hides every other notebook's folder;
