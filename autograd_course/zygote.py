@@ -279,8 +279,9 @@ def _file_systems(request: dict) -> None:
     """This child's own file systems (see the module's step 3); the rest stays read-only.
 
     The new ``/tmp`` is made first in the kernel's empty ``home`` folder, with this kernel's
-    own folders bound inside it at the paths the grader uses, and then moved onto ``/tmp``
-    with them: every other folder of the spool (under ``/tmp``) is covered."""
+    own folders bound inside it at the paths the grader uses, and the allowlist's folders
+    that lie under ``/tmp`` (an environment in a checkout there) bound again, read-only; then
+    it is moved onto ``/tmp`` with them: every other folder of the spool is covered."""
     limits = request["limits"]
     mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing here reaches the parent
     for name in ("passwd", "group"):  # name only root, nobody and the kernel's user
@@ -289,6 +290,15 @@ def _file_systems(request: dict) -> None:
             mount(None, f"/etc/{name}", None, MS_BIND | MS_REMOUNT | MS_RDONLY)
     tmp = request["home"]
     _tmpfs(tmp, limits["tmp_mb"], "1777")
+    for point in _mounts_in("/tmp", but=request["spool"]):  # the allowlist's, under /tmp
+        target = os.path.join(tmp, os.path.relpath(point, "/tmp"))
+        if os.path.isdir(point):
+            os.makedirs(target, mode=0o755)
+        else:
+            os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
+            open(target, "x").close()
+        mount(point, target, None, MS_BIND | MS_REC)
+        mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY)
     inside = {name: os.path.join(tmp, os.path.relpath(request[name], "/tmp"))
               for name in ("ipc", "files", "work")}
     for path in inside.values():
@@ -299,6 +309,17 @@ def _file_systems(request: dict) -> None:
     _tmpfs(inside["work"], limits["work_mb"], "0777")
     mount(tmp, "/tmp", None, MS_MOVE)
     _tmpfs("/dev/shm", limits["shm_mb"], "1777")
+
+
+def _mounts_in(folder: str, but: str) -> list[str]:
+    """The mount points right inside the file system mounted at ``folder`` (each with what is
+    mounted inside it), except ``but`` (/proc/self/mountinfo: id, parent id, device, root,
+    mount point, with spaces and the like as octal escapes)."""
+    with open("/proc/self/mountinfo") as f:
+        rows = [line.split()[:5] for line in f]
+    points = {row[0]: row[4].encode().decode("unicode_escape") for row in rows}
+    top = [row[0] for row in rows if points[row[0]] == folder][-1:]
+    return [points[row[0]] for row in rows if row[1] in top and points[row[0]] != but]
 
 
 def _kernel(request: dict) -> None:
