@@ -21,10 +21,13 @@ runs in a child, which before it runs anything of the notebook
 3. mounts its own ``/tmp``, ``/dev/shm`` and working folder (each a tmpfs with a size), binds
    in its socket folder and a read-only copy of the submission's other files at the paths the
    grader uses (all under ``/tmp``), and so hides every other notebook's folder;
-4. forks its kernel as PID 1 of the new PID namespace, which mounts its own ``/proc``;
+4. forks the new PID namespace's PID 1 (:func:`_init`, as bubblewrap's own PID 1 in a cold
+   kernel), which mounts its own ``/proc``, forks the kernel, drops every capability and
+   reaps orphans until the kernel ends;
 5. drops to the kernel's user (every capability, the bounding set included, and
    ``no_new_privs``);
-6. sets its resource limits (address space, CPU seconds, file size, processes);
+6. sets its resource limits (address space, CPU seconds, file size, processes; the address
+   space a cold kernel gets, plus what priming torch added to the zygote's);
 7. reseeds Python's, NumPy's and torch's generators from ``os.urandom``;
 8. starts ipykernel's kernel (its zmq sockets are made now, after the fork).
 
@@ -49,7 +52,12 @@ CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 32, 4096, 8192, 16384, 1 << 18
+MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
 MNT_DETACH = 2
+#: statvfs's flags of a mount (os.ST_*) and mount(2)'s that keep them in a remount.
+_KEPT_FLAGS = ((os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV), (os.ST_NOEXEC, MS_NOEXEC),
+               (os.ST_NOATIME, MS_NOATIME), (os.ST_NODIRATIME, MS_NODIRATIME),
+               (os.ST_RELATIME, MS_RELATIME))
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 CAP_SETGID, CAP_SETUID, CAP_SETPCAP, CAP_NET_ADMIN, CAP_SYS_ADMIN = 6, 7, 8, 12, 21
@@ -88,6 +96,16 @@ def mount(source: str | None, target: str, fstype: str | None, flags: int = 0,
     """Linux's mount(2)."""
     _check(_libc.mount(_bytes(source), _bytes(target), _bytes(fstype), ctypes.c_ulong(flags),
                        _bytes(data)), f"mount {target}")
+
+
+def bind_read_only(source: str, target: str, recursive: bool = False) -> None:
+    """Bind ``source`` at ``target``, read-only. The remount keeps the flags the mount has
+    (in a user namespace of its own, Linux refuses a remount that would drop a flag its owner
+    locked: nosuid, nodev, noexec, the atime ones)."""
+    mount(source, target, None, MS_BIND | (MS_REC if recursive else 0))
+    flags = os.statvfs(target).f_flag
+    kept = sum(ms for st, ms in _KEPT_FLAGS if flags & st)
+    mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | kept)
 
 
 def _bytes(text: str | None) -> bytes | None:
@@ -134,24 +152,36 @@ def status_fields(*names: str) -> dict[str, str]:
 
 
 # -- the parent ------------------------------------------------------------------------------
-def _prime() -> None:
-    """Load what a grading kernel loads, and run torch's first autograd pass and optimiser
-    step (``torch.optim``'s first step imports ``torch._dynamo``: seconds in a fresh
-    process)."""
+def _load() -> None:
+    """Import what a grading kernel imports."""
     import numpy  # noqa: F401
-    import torch
+    import torch  # noqa: F401
     from ipykernel.kernelapp import IPKernelApp  # noqa: F401
 
     import autograd_course.agent  # noqa: F401
     import autograd_course.memory  # noqa: F401
     import autograd_course.streams  # noqa: F401
 
+
+def _prime() -> int:
+    """Run torch's first autograd pass and optimiser step (``torch.optim``'s first step
+    imports ``torch._dynamo``: seconds in a fresh process); the bytes of address space that
+    this added (a cold kernel that never steps an optimiser does not have them)."""
+    import torch
+
+    before = _address_space()
     model = torch.nn.Linear(4, 1)
     optimiser = torch.optim.SGD(model.parameters(), lr=0.1)
     loss = model(torch.randn(3, 4, requires_grad=True)).pow(2).sum()
     loss.backward()
     optimiser.step()
     torch.optim.Adam(model.parameters()).step()
+    return max(0, _address_space() - before)
+
+
+def _address_space() -> int:
+    """This process's address space in bytes (``VmSize``), which ``RLIMIT_AS`` bounds."""
+    return int(status_fields("VmSize")["VmSize"].split()[0]) * 1024
 
 
 def _tasks() -> int:
@@ -176,19 +206,20 @@ def main() -> None:
     if root:
         drop_bounding_set(KEPT)
         set_capabilities(KEPT)
-    _prime()
+    _load()
+    primed = _prime()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     gc.collect()
     gc.freeze()  # children's collections leave the parent's objects (and pages) alone
     _assert_forkable()
     requests, replies = sys.stdin.buffer, sys.stdout
     _reply(replies, ready=True, seconds=round(time.perf_counter() - started, 3),
-           threads=_tasks(), root=root)
+           threads=_tasks(), root=root, primed_mb=round(primed / 2**20))
     for line in requests:
         try:
             request = json.loads(line)
             _assert_forkable()
-            pid = _spawn(request)
+            pid = _spawn(request, primed)
             _reply(replies, pid=pid)
         except Exception as exc:  # noqa: BLE001 - the grader hears why, and goes on
             _reply(replies, error=f"{type(exc).__name__}: {exc}")
@@ -199,7 +230,7 @@ def _reply(stream, **fields) -> None:
     stream.flush()
 
 
-def _spawn(request: dict) -> int:
+def _spawn(request: dict, primed: int) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
@@ -207,7 +238,7 @@ def _spawn(request: dict) -> int:
         return pid
     status = 70
     try:
-        status = _child(request)
+        status = _child(dict(request, primed=primed))
     except BaseException as exc:  # noqa: BLE001 - a child never returns to the parent's loop
         _log(f"the warm kernel could not start: {type(exc).__name__}: {exc}")
     finally:
@@ -221,8 +252,8 @@ def _log(message: str) -> None:
 
 # -- a child -----------------------------------------------------------------------------
 def _child(request: dict) -> int:
-    """The first process of a notebook's kernel: namespaces and file systems, then its
-    kernel as PID 1 of a new PID namespace, whose exit status it returns."""
+    """The first process of a notebook's kernel: namespaces and file systems, then the new
+    PID namespace's PID 1, whose exit status (the kernel's) it returns."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with the zygote
     log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
@@ -244,6 +275,38 @@ def _child(request: dict) -> int:
         unshare(flags)
     _loopback()
     _file_systems(request)
+    init = os.fork()
+    if init == 0:
+        status = 70
+        try:
+            status = _init(request)
+        except BaseException as exc:  # noqa: BLE001
+            _log(f"the warm kernel could not start: {type(exc).__name__}: {exc}")
+        os._exit(status)
+    return _wait_for(init)
+
+
+def _wait_for(pid: int) -> int:
+    """Reap children until ``pid`` ends (orphans come to PID 1); its exit status, as a shell
+    gives it (128 + the signal that killed it)."""
+    while True:
+        try:
+            ended, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            return 0
+        if ended == pid:
+            code = os.waitstatus_to_exitcode(status)
+            return 128 - code if code < 0 else code & 0xFF
+
+
+def _init(request: dict) -> int:
+    """PID 1 of the notebook's PID namespace, as bubblewrap's is in a cold kernel: it mounts
+    the namespace's ``/proc``, forks the kernel, drops every capability, forwards an
+    interrupt to the kernel, and reaps orphans until the kernel ends. (The kernel itself is
+    not PID 1: Linux would drop every signal it sent itself without a handler, so a
+    ``SIGSEGV`` a notebook raised, or its own ``SIGKILL``, would not end it.)"""
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     kernel = os.fork()
     if kernel == 0:
         try:
@@ -251,14 +314,12 @@ def _child(request: dict) -> int:
         except BaseException as exc:  # noqa: BLE001
             _log(f"the warm kernel could not start: {type(exc).__name__}: {exc}")
         os._exit(70)
-    while True:
-        try:
-            _, status = os.waitpid(kernel, 0)
-            return os.waitstatus_to_exitcode(status) & 0xFF
-        except ChildProcessError:
-            return 0
-        except InterruptedError:
-            continue
+    signal.signal(signal.SIGINT, lambda *_: os.kill(kernel, signal.SIGINT))
+    drop_bounding_set()
+    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
+    set_capabilities(())
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
+    return _wait_for(kernel)
 
 
 def _loopback() -> None:
@@ -286,8 +347,7 @@ def _file_systems(request: dict) -> None:
     mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing here reaches the parent
     for name in ("passwd", "group"):  # name only root, nobody and the kernel's user
         if request.get(name):
-            mount(request[name], f"/etc/{name}", None, MS_BIND)
-            mount(None, f"/etc/{name}", None, MS_BIND | MS_REMOUNT | MS_RDONLY)
+            bind_read_only(request[name], f"/etc/{name}")
     tmp = request["home"]
     _tmpfs(tmp, limits["tmp_mb"], "1777")
     for point in _mounts_in("/tmp", but=request["spool"]):  # the allowlist's, under /tmp
@@ -297,15 +357,13 @@ def _file_systems(request: dict) -> None:
         else:
             os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
             open(target, "x").close()
-        mount(point, target, None, MS_BIND | MS_REC)
-        mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY)
+        bind_read_only(point, target, recursive=True)
     inside = {name: os.path.join(tmp, os.path.relpath(request[name], "/tmp"))
               for name in ("ipc", "files", "work")}
     for path in inside.values():
         os.makedirs(path, mode=0o755)
     mount(request["ipc"], inside["ipc"], None, MS_BIND)
-    mount(request["files"], inside["files"], None, MS_BIND)
-    mount(None, inside["files"], None, MS_BIND | MS_REMOUNT | MS_RDONLY)
+    bind_read_only(request["files"], inside["files"])
     _tmpfs(inside["work"], limits["work_mb"], "0777")
     mount(tmp, "/tmp", None, MS_MOVE)
     _tmpfs("/dev/shm", limits["shm_mb"], "1777")
@@ -323,12 +381,11 @@ def _mounts_in(folder: str, but: str) -> list[str]:
 
 
 def _kernel(request: dict) -> None:
-    """PID 1 of the notebook's PID namespace: /proc, the kernel's user, limits, seeds, and
-    ipykernel's kernel (see the module's steps 4 to 8)."""
+    """The notebook's kernel, forked by its namespace's PID 1: the kernel's user, limits,
+    seeds, and ipykernel's kernel (see the module's steps 5 to 8)."""
     import resource
 
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     os.chdir(request["work"])
     drop_bounding_set()
     prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
@@ -343,7 +400,10 @@ def _kernel(request: dict) -> None:
     if status_fields("CapEff")["CapEff"].strip("0"):
         raise RuntimeError("capabilities left after the drop")
     limits = request["limits"]
-    for which, value in ((resource.RLIMIT_AS, limits["memory_mb"] * 2**20),
+    # the address space a cold kernel would have, plus what priming added (the notebook's
+    # room is a cold kernel's)
+    address_space = limits["memory_mb"] * 2**20 + request["primed"]
+    for which, value in ((resource.RLIMIT_AS, address_space),
                          (resource.RLIMIT_CPU, limits["cpu_seconds"]),
                          (resource.RLIMIT_FSIZE, limits["file_mb"] * 2**20)):
         resource.setrlimit(which, (value, value))

@@ -61,15 +61,18 @@ print(json.dumps({
     "shm": os.listdir("/dev/shm"), "env": "EVIL" in os.environ,
     "processes": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
     "random": [random.random(), float(numpy.random.rand()), float(torch.rand(1))],
-    "uid": os.getuid(),
+    "uid": os.getuid(), "pid": os.getpid(),
     "status": {k: v.strip() for k, v in (l.split(":", 1) for l in open("/proc/self/status"))
                if k in ("CapEff", "CapPrm", "CapBnd", "NoNewPrivs")},
+    "init": {k: v.strip() for k, v in (l.split(":", 1) for l in open("/proc/1/status"))
+             if k in ("CapEff", "CapPrm", "CapBnd")},
 }))
 '''
 
 
-def _grade(tmp_path, source: str, name: str):
-    """One notebook through JudgedExecute, as nbgrader's autograde runs it."""
+def _grade(tmp_path, source: str, name: str, kernel: str = "warm"):
+    """One notebook through JudgedExecute, as nbgrader's autograde runs it, in a ``kernel``
+    (warm or cold) kernel."""
     course = tmp_path / "course"
     folder = course / "autograded" / name / "a"
     folder.mkdir(parents=True)
@@ -82,7 +85,7 @@ def _grade(tmp_path, source: str, name: str):
                  "metadata": {"path": str(folder)}}
     nb, resources = JudgedExecute(config=config).preprocess(nb, resources)
     state = resources["autograd_course"]
-    assert state["kernel"] == "warm", state
+    assert state["kernel"] == kernel, state
     return nb.cells[0].outputs, state
 
 
@@ -96,6 +99,7 @@ def _sleepers() -> list[psutil.Process]:
 def after_a_hostile_kernel(tmp_path_factory):
     assert sandbox.bubblewrap(), "bubblewrap is required for warm kernels (make test installs it)"
     warm.close_all()
+    warm.plan(None, wait=True)  # the first notebook waits for the zygote
     tmp = tmp_path_factory.mktemp("zygote")
     before = {p.pid for p in _sleepers()}
     outputs, _ = _grade(tmp, HOSTILE, "hostile")
@@ -110,6 +114,7 @@ def after_a_hostile_kernel(tmp_path_factory):
     assert list(warm._zygotes.values()) == [zygote] and zygote.alive()  # one, all along
     yield json.loads(outputs[-1]["text"]), third, left, zygote
     warm.close_all()
+    warm.plan(None)
 
 
 def test_nothing_a_kernel_patched_reaches_the_next(after_a_hostile_kernel):
@@ -135,7 +140,9 @@ def test_no_file_and_no_process_is_left_behind(after_a_hostile_kernel):
     assert sum(n.startswith(sandbox.KERNEL_FOLDERS) for n in report["tmp"]) == 1
     assert report["shm"] == []
     assert left == set(), "a process the hostile kernel started outlived it"
-    assert report["processes"] == [1], report["processes"]  # its own PID namespace
+    # its own PID namespace: its PID 1 (which reaps orphans) and the kernel
+    assert report["processes"] == [1, report["pid"]], report["processes"]
+    assert report["pid"] != 1  # Linux drops the signals PID 1 sends itself: a SIGSEGV too
 
 
 def test_each_kernel_has_fresh_generators_a_user_of_its_own_and_no_capabilities(
@@ -147,6 +154,7 @@ def test_each_kernel_has_fresh_generators_a_user_of_its_own_and_no_capabilities(
         assert kernel["status"]["CapPrm"].strip("0") == ""
         assert kernel["status"]["CapBnd"].strip("0") == ""
         assert kernel["status"]["NoNewPrivs"] == "1"
+        assert all(not value.strip("0") for value in kernel["init"].values()), kernel["init"]
         if os.geteuid() == 0:
             assert kernel["uid"] in sandbox.KERNEL_UIDS
     if os.geteuid() == 0:
@@ -168,3 +176,24 @@ def test_the_zygote_is_one_thread_without_a_kernel_of_its_own(after_a_hostile_ke
         kept = sum(1 << cap for cap in
                    (6, 7, 8, 12, 21))  # SETGID, SETUID, SETPCAP, NET_ADMIN, SYS_ADMIN
         assert caps == kept
+
+
+def test_one_notebook_never_starts_a_zygote(tmp_path):
+    warm.close_all()
+    warm.plan(1)  # `check` of one notebook: a zygote's start would cost more than it saves
+    try:
+        _grade(tmp_path, "print(1)", "alone", kernel="cold")
+        assert not warm._zygotes
+    finally:
+        warm.plan(None)
+
+
+def test_a_notebook_graded_while_the_zygote_starts_gets_a_cold_kernel(tmp_path):
+    warm.close_all()
+    _grade(tmp_path / "1", "print(1)", "first", kernel="cold")  # the zygote starts meanwhile
+    [zygote] = warm._zygotes.values()
+    assert zygote.wait(warm.START_SECONDS) and zygote.alive()
+    outputs, _ = _grade(tmp_path / "2", "import os\nprint(os.getpid())", "second")
+    assert outputs[-1]["text"].strip() == "2"  # its namespace's PID 1 forked it
+    assert list(warm._zygotes.values()) == [zygote]
+    warm.close_all()
