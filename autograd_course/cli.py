@@ -207,10 +207,11 @@ def notebooks_of(names: list[str]) -> list[Path]:
 
 
 def cmd_check(args) -> int:
-    from autograd_course.grading import selfcheck
+    from autograd_course.grading import selfcheck, warm
 
     notebooks = notebooks_of(args.notebooks)
     root = Course.load(args.course).root
+    warm.plan(len(notebooks))  # warm kernels from the second notebook on; none for one
     for name, notebook in zip(args.notebooks, notebooks, strict=True):
         student, origin = selfcheck.student_and_origin(notebook, args.student)
         print(safe(shown_path(name)))

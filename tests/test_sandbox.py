@@ -19,7 +19,7 @@ import pytest
 from traitlets.config import Config
 
 import autograd_course
-from autograd_course.grading import sandbox
+from autograd_course.grading import sandbox, warm
 from autograd_course.grading.preprocessors import NOT_SANDBOXED, JudgedExecute
 
 PROBE = r'''
@@ -176,8 +176,14 @@ def sandboxed(request, tmp_path_factory):
     as a process of its own (cold): every property holds for both."""
     assert sandbox.bubblewrap(), ("bubblewrap (bwrap) is required to test the sandbox: "
                                   "`make test` installs Debian's bubblewrap when run as root")
-    return _run(tmp_path_factory.mktemp("sandbox"), max_processes=64, disk_mb=32,
-                warm_kernels=request.param == "warm")
+    warm.plan(None, wait=True)  # the first notebook waits for the zygote
+    try:
+        report, memory, state = _run(tmp_path_factory.mktemp("sandbox"), max_processes=64,
+                                     disk_mb=32, warm_kernels=request.param == "warm")
+    finally:
+        warm.plan(None)
+    assert state["kernel"] == request.param, state
+    return report, memory, state
 
 
 def test_the_package_is_read_only_and_the_course_is_hidden(sandboxed):

@@ -9,9 +9,11 @@ makes its own namespaces, file systems, user, limits and seeds before it starts 
 jupyter_client's provisioner of such a kernel, so nbclient and the judge talk to it as to any
 other.
 
-:func:`zygote` gives the process's zygote, started at its first use and started again if it
-died. Where it cannot run (no bubblewrap, no ``fork``) it gives None with the reason, and the
-grader starts cold kernels, as before.
+:func:`zygote` gives the process's zygote, started (in the background) at its first use and
+started again if it died; notebooks graded while it starts get cold kernels. A process that
+grades one notebook (:func:`plan`: ``check`` of one) never starts one: a zygote's start costs
+more than a cold kernel. Where it cannot run (no bubblewrap, no ``fork``) it gives None with
+the reason, and the grader starts cold kernels, as before.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from jupyter_client.provisioning import LocalProvisioner
@@ -46,7 +48,11 @@ class ZygoteError(RuntimeError):
 
 class Zygote:
     """A warm parent of grading kernels (:mod:`autograd_course.zygote`) in the sandbox's fixed
-    part, which hides ``private``. Each kernel's folders are made under :attr:`spool`."""
+    part, which hides ``private``. Each kernel's folders are made under :attr:`spool`.
+
+    It is started here and becomes ready (imports and primes torch) on its own: see
+    :meth:`wait`. The thread that makes it must outlive it (bubblewrap's ``--die-with-parent``
+    ends it with that thread)."""
 
     def __init__(self, private: tuple[Path, ...]):
         # under /tmp, which each forked kernel covers with its own (autograd_course.zygote)
@@ -58,15 +64,24 @@ class Zygote:
             self.close()
             raise ZygoteError("bubblewrap cannot run here")
         self._log = open(self.spool / "zygote.log", "wb")  # noqa: SIM115 - held while it runs
-        started = time.perf_counter()
+        self._started = time.perf_counter()
+        self.ready: dict | None = None  # its first reply, once it came
         self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=self._log, close_fds=True)
-        try:
-            self.ready = self._read(START_SECONDS)
-        except ZygoteError:
-            self.close()
-            raise
-        self.ready["wall"] = round(time.perf_counter() - started, 3)
+
+    def wait(self, seconds: float) -> bool:
+        """Whether it is ready, waiting at most ``seconds`` for it (0: only look); a zygote
+        that failed to start raises :class:`ZygoteError`."""
+        if self.ready is None:
+            left = START_SECONDS - (time.perf_counter() - self._started)
+            if not select.select([self.process.stdout], [], [], max(0, min(seconds, left)))[0]:
+                if left <= seconds:
+                    raise ZygoteError(f"the zygote was not ready in {START_SECONDS} s: "
+                                      + self._tail())
+                return False
+            self.ready = self._read(0)
+            self.ready["wall"] = round(time.perf_counter() - self._started, 3)
+        return True
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -140,7 +155,7 @@ def _nspids(pid: int) -> list[int]:
 
 class ForkedKernel:
     """The first process of a forked kernel, as Popen-like as jupyter_client's provisioner
-    needs: its kernel (PID 1 of a PID namespace) and everything that started run under it;
+    needs: its PID namespace's PID 1, the kernel and everything that started run under it;
     killing it kills them all."""
 
     def __init__(self, pid: int):
@@ -172,8 +187,8 @@ class ForkedKernel:
         return self.returncode
 
     def send_signal(self, signum: int) -> None:
-        """An interrupt goes to the kernel; any other signal ends them all (a kernel is PID 1
-        of its namespace, which ignores signals it has no handler for)."""
+        """An interrupt goes to the namespace's PID 1, which hands it to the kernel; any other
+        signal ends them all."""
         import psutil
 
         children = []
@@ -233,31 +248,58 @@ def request(folders: sandbox.Folders, limits: sandbox.Limits, uid: int | None) -
     return request
 
 
+@dataclass
+class Plan:
+    """How many notebooks this process grades from here (None: not known), and whether a
+    notebook waits for the zygote's start rather than taking a cold kernel meanwhile."""
+
+    notebooks: int | None = None
+    wait: bool = False
+
+
+_plan = Plan()
 _zygotes: dict[tuple[Path, ...], Zygote] = {}
 _unavailable: list[str] = []
 
 
+def plan(notebooks: int | None, wait: bool = False) -> None:
+    """Say how many notebooks this process will grade (``check`` of N notebooks: N; a
+    grading worker: None, many); a process that grades one never starts a zygote (its start
+    costs more than one cold kernel). ``wait``: the first notebook waits for the zygote."""
+    _plan.notebooks, _plan.wait = notebooks, wait
+
+
+def pays() -> bool:
+    """Whether a zygote can pay here: more than one notebook to grade, or not known."""
+    return _plan.notebooks is None or _plan.notebooks > 1
+
+
 def zygote(private: list[Path]) -> tuple[Zygote | None, str]:
-    """This process's zygote for a sandbox that hides ``private`` (started, or started again,
-    now), or None and why there is none."""
+    """This process's zygote for a sandbox that hides ``private``, or None and why there is
+    none ("" while it starts: a notebook graded meanwhile takes a cold kernel, unless the
+    :func:`plan` says to wait).
+
+    Zygotes are told apart by what their sandbox shows (the import-path folders that
+    ``private`` leaves), not by ``private`` itself: ``check`` grades each notebook in a course
+    of its own under the temporary folder, which no sandbox shows."""
     if _unavailable:
         return None, _unavailable[0]
-    key = tuple(sorted(Path(p) for p in private))
-    found = _zygotes.get(key)
-    if found is not None and found.alive():
-        return found, ""
-    for other in _zygotes.values():  # one at a time: a zygote holds memory (a dead one, files)
-        other.close()
-    _zygotes.clear()
     if not hasattr(os, "fork") or sys.platform != "linux":
         _unavailable.append("warm kernels need Linux's fork and namespaces")
         return None, _unavailable[0]
+    key = tuple(sandbox.python_paths(private))
+    found = _zygotes.get(key)
     try:
-        _zygotes[key] = Zygote(key)
+        if found is None or not found.alive():
+            close_all()  # one at a time: a zygote holds memory (a dead one, files)
+            found = _zygotes[key] = Zygote(private)
+        if found.wait(START_SECONDS if _plan.wait else 0):
+            return found, ""
+        return None, ""
     except (ZygoteError, OSError) as exc:
+        close_all()
         _unavailable.append(f"the warm kernels' zygote could not start: {exc}")
         return None, _unavailable[0]
-    return _zygotes[key], ""
 
 
 @atexit.register

@@ -114,9 +114,9 @@ class JudgedExecute(SandboxedExecute):
         "dropped as it arrives."
     ).tag(config=True)
     warm_kernels = Bool(
-        False, help="Fork each notebook's kernel from a zygote that has imported torch once per "
+        True, help="Fork each notebook's kernel from a zygote that has imported torch once per "
         "grading process (autograd_course.zygote), in the same sandbox; off, or where the "
-        "zygote cannot run, each kernel is a new process."
+        "zygote cannot run (no bubblewrap, no fork), each kernel is a new process."
     ).tag(config=True)
     secret = Unicode(
         "", help="The grader's secret that seeds hidden inputs (default: the course root's "
@@ -192,11 +192,12 @@ class JudgedExecute(SandboxedExecute):
 
     def _zygote(self, private: list[Path]):
         """The grading process's zygote (:mod:`..warm`), or None: warm kernels off, the
-        sandbox off, or a zygote that cannot run here (said once, in the log)."""
-        if not (self.warm_kernels and self.sandbox and sandbox.bubblewrap()):
+        sandbox off, a process that grades one notebook, a zygote still starting, or one that
+        cannot run here (said once, in the log)."""
+        if not (self.warm_kernels and self.sandbox and warm.pays() and sandbox.bubblewrap()):
             return None
         zygote, why = warm.zygote(private)
-        if zygote is None and why not in _said:
+        if zygote is None and why and why not in _said:
             _said.add(why)
             self.log.warning("%s: each notebook's kernel starts cold", why)
         return zygote
