@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
 import liar  # noqa: E402
 
 from autograd_course import cli
-from autograd_course.grading import record, selfcheck
+from autograd_course.grading import record, runner, selfcheck
 from autograd_course.grading.course import Course, Submission
 from autograd_course.grading.release import generate
 from autograd_course.testkit import WRONG_ANSWERS
@@ -328,6 +328,39 @@ def test_a_cache_someone_else_could_have_written_is_not_used(checked_course, tmp
         finally:
             cached.chmod(mode)
     assert selfcheck.usable(cached, course, ASSIGNMENT, stamp)
+
+
+def test_a_grading_run_builds_its_bundle_once_per_version_and_only_trusts_its_own(
+        checked_course, monkeypatch):
+    copy = checked_course.parent / "copy-bundles"
+    shutil.copytree(checked_course, copy, symlinks=True)
+    built = []
+    real_prepare = runner.prepare
+    monkeypatch.setattr(runner, "prepare", lambda *a, **k: built.append(1) or real_prepare(*a, **k))
+    course = Course.load(copy)
+    first = runner.prepared(course, [ASSIGNMENT])
+    assert runner.prepared(course, [ASSIGNMENT]) == first and len(built) == 1  # cached
+    (folder,) = (copy / selfcheck.CACHE).glob("bundle-*")
+    archive = folder / "course.tar.gz"
+    data = archive.read_bytes()
+    archive.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))  # not the archive it stamped
+    again = runner.prepared(course, [ASSIGNMENT])
+    assert again[1] == first[1] and again[0] != data[:-1] + bytes([data[-1] ^ 1])
+    assert len(built) == 2
+    (folder,) = (copy / selfcheck.CACHE).glob("bundle-*")
+    folder.chmod(folder.stat().st_mode | stat.S_IWOTH)  # anyone could have written it
+    assert runner.prepared(course, [ASSIGNMENT])[1] == first[1] and len(built) == 3
+    moved = checked_course.parent / "copy-bundles-moved"
+    shutil.copytree(copy, moved, symlinks=True)  # a copied course builds its own
+    runner.prepared(Course.load(moved), [ASSIGNMENT])
+    assert len(built) == 4
+    source = copy / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    nb = nbformat.read(source, as_version=4)
+    nb.cells.append(nbformat.v4.new_markdown_cell("A new version of the assignment."))
+    nbformat.write(nb, source)
+    runner.prepared(course, [ASSIGNMENT])  # a new version replaces the old one
+    assert len(built) == 5 and len(list((copy / selfcheck.CACHE).glob("bundle-*"))) == 1
+    assert not list((copy / selfcheck.CACHE).glob(".building-*"))
 
 
 def test_a_cached_course_that_nbgrader_cannot_use_is_rebuilt_and_the_check_tried_again(

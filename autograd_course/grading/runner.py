@@ -20,8 +20,11 @@ gradebook URL works and workers share no files with it.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import multiprocessing
 import os
+import shutil
 import tempfile
 import threading
 import time
@@ -33,7 +36,7 @@ from pathlib import Path
 
 from nbgrader.api import MissingEntry
 
-from autograd_course.grading import gradebook, tasks
+from autograd_course.grading import gradebook, selfcheck, tasks
 from autograd_course.grading.course import Course, Submission
 from autograd_course.grading.release import prepare
 from autograd_course.grading.tasks import Bundle, Outcome, Task
@@ -54,19 +57,77 @@ def bundle_for(course: Course, assignments: list[str], settings: dict) -> Bundle
     need.
 
     It has a SQLite gradebook of its own (made once: nbgrader starts a new gradebook with an
-    ``alembic`` process of about 2 s). The course's gradebook must know each assignment as
-    this source/ defines it: one that does not know it yet gets it (as ``autograd-course
-    release`` would do); one that knows other graded cells is refused (source/ changed since
-    the release).
+    ``alembic`` process of about 2 s), and is kept in the course's cache (:func:`prepared`).
+    The course's gradebook must know each assignment as this source/ defines it: one that
+    does not know it yet gets it (as ``autograd-course release`` would do); one that knows
+    other graded cells is refused (source/ changed since the release).
     """
     settings = {"secret": course.secret(), "hide_paths": [str(course.root)], **settings}
+    archive, graded_cells = prepared(course, assignments)
+    for name in assignments:
+        gradebook.register(course, name, graded_cells[name])
+    return Bundle(tuple(assignments), archive, settings)
+
+
+def prepared(course: Course, assignments: list[str]) -> tuple[bytes, dict]:
+    """The packed prepared course of ``assignments`` and each one's graded cells (notebook ->
+    cell -> points), built once per version of them and kept in the course's cache folder
+    (:data:`.selfcheck.CACHE`), as the self-check keeps its prepared courses: a cached one is
+    used only when its stamp says it was made from this config and source, for this course
+    root (a course copied or moved with its cache builds its own), by this package and
+    nbgrader, and the archive is the one stamped; the cache must be this user's and no one
+    else's to write. Where the cache cannot be written, it is built for this run only."""
+    names = sorted(assignments)
+    version = hashlib.sha256("\0".join(
+        f"{name}:{selfcheck.fingerprint(course, name)}" for name in names).encode()).hexdigest()
+    stamp = selfcheck.stamp_of(course, ",".join(names), version[:16])
+    cache = course.root / selfcheck.CACHE
+    label = hashlib.sha256(",".join(names).encode()).hexdigest()[:8]
+    folder = cache / f"bundle-{label}-{version[:16]}"
+    found = _cached(folder, stamp)
+    if found is not None:
+        return found
     with tempfile.TemporaryDirectory(prefix="autograd-course-bundle-") as tmp:
-        folder = prepare(Path(tmp) / "course", course, assignments,
-                         db_url=tasks.sqlite_url(Path(tmp) / "course"))
-        for name in assignments:
-            gradebook.register(course, name, gradebook.cells(tasks.sqlite_url(folder), name,
-                                                             course.course_id))
-        return Bundle(tuple(assignments), tasks.pack(folder), settings)
+        built = prepare(Path(tmp) / "course", course, names,
+                        db_url=tasks.sqlite_url(Path(tmp) / "course"))
+        graded_cells = {name: gradebook.cells(tasks.sqlite_url(built), name, course.course_id)
+                        for name in names}
+        archive = tasks.pack(built)
+    _keep(cache, folder, dict(stamp, archive=hashlib.sha256(archive).hexdigest()), archive,
+          graded_cells)
+    return archive, graded_cells
+
+
+def _cached(folder: Path, stamp: dict) -> tuple[bytes, dict] | None:
+    try:
+        if not (selfcheck.owned(folder.parent) and selfcheck.owned(folder)):
+            return None
+        kept = json.loads((folder / selfcheck.STAMP).read_text())
+        archive = (folder / "course.tar.gz").read_bytes()
+        if kept != dict(stamp, archive=hashlib.sha256(archive).hexdigest()):
+            return None
+        return archive, json.loads((folder / "cells.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _keep(cache: Path, folder: Path, stamp: dict, archive: bytes, graded_cells: dict) -> None:
+    """Put a built bundle in the cache (written aside, then renamed into place), in place of
+    an unusable one there and of the older versions of the same assignments."""
+    try:
+        cache.mkdir(mode=0o755, exist_ok=True)
+        building = Path(tempfile.mkdtemp(prefix=".building-bundle-", dir=cache))
+    except OSError:  # a read-only course: this run only
+        return
+    try:
+        (building / "course.tar.gz").write_bytes(archive)
+        (building / "cells.json").write_text(json.dumps(graded_cells))
+        (building / selfcheck.STAMP).write_text(json.dumps(stamp, indent=1) + "\n")
+        for old in cache.glob(folder.name.rsplit("-", 1)[0] + "-*"):
+            shutil.rmtree(old, ignore_errors=True)
+        building.rename(folder)
+    except OSError:  # another run put its own there meanwhile
+        shutil.rmtree(building, ignore_errors=True)
 
 
 def grade_class(course: Course, submissions: list[Submission], *, jobs: int = 1,

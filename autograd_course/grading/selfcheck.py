@@ -39,13 +39,15 @@ from autograd_course.grading.release import prepare
 from autograd_course.grading.tasks import sqlite_url
 
 CACHE = ".autograd-course-cache"
-#: The file in a prepared course that says what it was made for (see :func:`_stamp`).
+#: The file in a prepared course that says what it was made for (see :func:`stamp_of`).
 STAMP = "prepared.json"
 #: Seconds after which a ``.building-*`` folder in the cache is an interrupted build's.
 STALE_BUILD_SECONDS = 3600
 
 
-def _fingerprint(course: Course, assignment: str) -> str:
+def fingerprint(course: Course, assignment: str) -> str:
+    """A hash of what a prepared ``assignment`` is made of: the package's version, the
+    course's config and the assignment's source files."""
     digest = hashlib.sha256(__version__.encode())
     digest.update((course.root / CONFIG_FILE).read_bytes())
     folder = course.directory("source", ".", assignment)
@@ -54,7 +56,7 @@ def _fingerprint(course: Course, assignment: str) -> str:
     return digest.hexdigest()[:16]
 
 
-def _stamp(course: Course, assignment: str, fingerprint: str) -> dict:
+def stamp_of(course: Course, assignment: str, fingerprint: str) -> dict:
     """What a prepared course must have been made for to be used: this version of the
     assignment, this course root (a copied or moved course rebuilds its own), this package
     and this nbgrader."""
@@ -94,7 +96,7 @@ def _gradebook_knows(path: Path, assignment: str) -> bool:
     return row is not None
 
 
-def _own(path: Path) -> bool:
+def owned(path: Path) -> bool:
     """Whether ``path`` is a real folder of this user that no one else may write: the judge
     runs the test cells of a prepared course's gradebook, so one that another user could have
     written is not used."""
@@ -108,7 +110,7 @@ def usable(folder: Path, course: Course, assignment: str, stamp: dict) -> bool:
     user's own (it and the cache), made for it (its stamp), with the course's config, both
     notebooks and a gradebook that holds the assignment."""
     try:
-        if not (_own(folder.parent) and _own(folder)):
+        if not (owned(folder.parent) and owned(folder)):
             return False
         if json.loads((folder / STAMP).read_text()) != stamp:
             return False
@@ -160,13 +162,13 @@ def prepared_course(course: Course, assignment: str, *, rebuild: bool = False,
     built again. Where the cache cannot be written, it is built in ``scratch`` (a folder the
     caller removes) when given."""
     cache = course.root / CACHE
-    fingerprint = _fingerprint(course, assignment)
-    stamp = _stamp(course, assignment, fingerprint)
-    folder = cache / f"{assignment}-{fingerprint}"
+    version = fingerprint(course, assignment)
+    stamp = stamp_of(course, assignment, version)
+    folder = cache / f"{assignment}-{version}"
     if not rebuild and usable(folder, course, assignment, stamp):
         return folder, False
     try:
-        cache.mkdir(mode=0o755, exist_ok=True)  # not group-writable under any umask (_own)
+        cache.mkdir(mode=0o755, exist_ok=True)  # not group-writable under any umask (owned)
         building = Path(tempfile.mkdtemp(prefix=f".building-{assignment}-", dir=cache))
     except OSError:  # a read-only course, or a cache of another user: build for this check
         if scratch is None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import multiprocessing.util
 import os
 import shutil
@@ -46,7 +47,10 @@ class Bundle:
 
     @property
     def key(self) -> str:
-        return hashlib.sha256(self.archive).hexdigest()[:16]
+        """The bundle's identity on a worker: its course and its settings (a long-lived Dask
+        worker keeps the course it unpacked for the next run of the same bundle)."""
+        settings = json.dumps(self.settings, sort_keys=True, default=str).encode()
+        return hashlib.sha256(self.archive + b"\0" + settings).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
