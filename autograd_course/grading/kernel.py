@@ -21,14 +21,16 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from queue import Empty
 
 import zmq
+from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_client.session import Session
 from jupyter_core.utils import run_sync
 from nbgrader.preprocessors import Execute
-from traitlets import Any, Integer
+from traitlets import Any, Integer, Type
 
 from autograd_course.grading import sandbox, warm
 from autograd_course.memory import tree_private_bytes
@@ -124,12 +126,36 @@ def judge_client(kernel_manager, limit: int):
     return client
 
 
+class GradingClient(AsyncKernelClient):
+    """nbclient's client of a grading kernel. It is ready once the kernel has answered
+    ``kernel_info`` and its IOPub channel is connected (a message came on it); jupyter_client's
+    own ``wait_for_ready`` then also waits for 0.2 s of silence on IOPub, about a third of a
+    warm kernel's start, which nbclient does not need: it reads only the messages of its own
+    requests."""
+
+    async def wait_for_ready(self, timeout: float | None = None) -> None:
+        deadline = time.monotonic() + (float("inf") if timeout is None else timeout)
+        while True:
+            self.kernel_info()
+            with contextlib.suppress(Empty):
+                reply = await self.shell_channel.get_msg(timeout=1)
+                if reply["msg_type"] == "kernel_info_reply":
+                    await self.iopub_channel.get_msg(timeout=0.2)  # Empty: not connected yet
+                    self._handle_kernel_info_reply(reply)
+                    return
+            if not await self._async_is_alive():
+                raise RuntimeError("Kernel died before replying to kernel_info")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"Kernel didn't respond in {timeout:.0f} seconds")
+
+
 class GradingKernelManager(AsyncKernelManager):
     """A kernel manager whose connection file the sandboxed kernel's user (``owner``) can
     read, and whose clients refuse messages over :data:`MAX_MESSAGE` (a kernel flooding its
     outputs cannot fill the grader's memory with them)."""
 
     owner: int = sandbox.NOBODY
+    client_factory = Type(GradingClient)  # the class of the clients ``client()`` makes
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
