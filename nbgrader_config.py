@@ -93,6 +93,9 @@ c.JudgedExecute.require_sandbox = False
 c.JudgedExecute.warm_kernels = True
 # Feedback shows results and diagnostics (as text), never hidden-test code or its tracebacks.
 c.GenerateFeedback.preprocessors = pipeline.feedback_preprocessors()
+# nbconvert's HTML exporter with its templates compiled once per grading process, not once per
+# feedback page (autograd_course/grading/preprocessors/exporter.py).
+c.GenerateFeedback.exporter_class = "autograd_course.grading.preprocessors.FeedbackExporter"
 # Formgrader and the feedback typeset math with MathJax from this machine (Debian's
 # libjs-mathjax), never from a CDN: the course's templates replace nbconvert's mathjax() macro
 # and leave nbgrader's templates as they are (autograd_course/grading/mathjax.py).

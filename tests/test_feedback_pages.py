@@ -5,10 +5,12 @@ real pages in a browser.)"""
 
 from __future__ import annotations
 
+import copy
 import logging
 import re
 from pathlib import Path
 
+import jinja2
 import nbformat
 import pytest
 from nbconvert.exporters import HTMLExporter
@@ -62,7 +64,9 @@ def feedback_html(nb) -> str:
         nb, resources = preprocessor.preprocess(nb, resources)
     config = course_config()
     converter = GenerateFeedback(coursedir=CourseDirectory(config=config), config=config)
-    return HTMLExporter(config=converter.config).from_notebook_node(nb, resources)[0]
+    exporter = converter.exporter_class(config=converter.config)  # the course's, made per page
+    assert isinstance(exporter, HTMLExporter)
+    return exporter.from_notebook_node(nb, resources)[0]
 
 
 def formgrader_view(nb) -> str:
@@ -131,3 +135,16 @@ def test_the_jupyter_server_serves_the_mathjax():
     (pattern, _, options), = served
     assert pattern == "/base/autograd-course/mathjax/(.*)"
     assert options == {"path": str(mathjax.MATHJAX_DIR)}
+
+
+def test_a_feedback_page_compiles_no_template_once_the_process_has(monkeypatch):
+    nb = graded_notebook()
+    first = feedback_html(copy.deepcopy(nb))  # nbgrader makes a new exporter for each page
+    compiled = []
+    real = jinja2.Environment.compile
+    monkeypatch.setattr(jinja2.Environment, "compile",
+                        lambda self, *a, **k: compiled.append(a) or real(self, *a, **k))
+    again = feedback_html(copy.deepcopy(nb))
+    assert compiled == []
+    uuids = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+    assert uuids.sub("", again) == uuids.sub("", first)

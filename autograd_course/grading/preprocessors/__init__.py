@@ -15,19 +15,21 @@ One class per module, as in nbgrader's own ``preprocessors`` package:
   (text, PNG and JPEG images; the student's markdown as text) in the autograded notebook that
   formgrader and the feedback show;
 - feedback (:mod:`.feedback`): :class:`HideHiddenTests` removes hidden-test code and
-  tracebacks from the feedback; :class:`ShowCommentsAsText` shows comments as text.
+  tracebacks from the feedback; :class:`ShowCommentsAsText` shows comments as text; its page
+  is written by :class:`FeedbackExporter` (:mod:`.exporter`), which compiles nbconvert's
+  templates once per process.
 
 The kernel's provisioning (started in the sandbox, logged, watched) is :mod:`..kernel`.
 """
 
 from .cells import cell_role
 from .execute import NOT_SANDBOXED, PASSED, JudgedExecute
-from .exporter import TolerantNotebookExporter
+from .exporter import FeedbackExporter, TolerantNotebookExporter
 from .feedback import HideHiddenTests, ShowCommentsAsText, strip_hidden_tests
 from .inert import MakeInert
 from .repair import RepairSubmission
 from .results import RecordResults
 
-__all__ = ["NOT_SANDBOXED", "PASSED", "HideHiddenTests", "JudgedExecute", "MakeInert",
-           "RecordResults", "RepairSubmission", "ShowCommentsAsText", "TolerantNotebookExporter",
-           "cell_role", "strip_hidden_tests"]
+__all__ = ["NOT_SANDBOXED", "PASSED", "FeedbackExporter", "HideHiddenTests", "JudgedExecute",
+           "MakeInert", "RecordResults", "RepairSubmission", "ShowCommentsAsText",
+           "TolerantNotebookExporter", "cell_role", "strip_hidden_tests"]

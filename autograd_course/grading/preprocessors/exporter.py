@@ -1,12 +1,14 @@
-"""Reading a submission: a file that is not a valid notebook is graded as an empty one."""
+"""Reading a submission: a file that is not a valid notebook is graded as an empty one; and
+writing its feedback page with templates compiled once per process."""
 
 from __future__ import annotations
 
 import os
 import secrets
 
+import jinja2
 import nbformat
-from nbconvert.exporters import NotebookExporter
+from nbconvert.exporters import HTMLExporter, NotebookExporter
 from nbconvert.exporters.exporter import ResourcesDict
 from nbformat.notebooknode import NotebookNode
 from nbgrader.coursedir import CourseDirectory
@@ -110,3 +112,33 @@ def _repair_duplicate_ids(nb: NotebookNode) -> None:
         if "id" in cell and cell.id in seen:
             cell.id = secrets.token_hex(4)
         seen.add(cell.get("id"))
+
+
+class _CompiledTemplates(jinja2.BytecodeCache):
+    """Jinja's compiled templates, kept in memory for the process (Jinja checks each against
+    its template's source before it uses it)."""
+
+    def __init__(self):
+        self._code: dict[str, bytes] = {}
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        if bucket.key in self._code:
+            bucket.bytecode_from_string(self._code[bucket.key])
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        self._code[bucket.key] = bucket.bytecode_to_string()
+
+
+_COMPILED = _CompiledTemplates()
+
+
+class FeedbackExporter(HTMLExporter):
+    """nbconvert's HTML exporter (``GenerateFeedback.exporter_class``) whose templates are
+    compiled once per process: nbgrader makes a new exporter for every feedback page, and
+    compiling nbconvert's and nbgrader's templates again was most of a page's time."""
+
+    def _create_environment(self):
+        # nbconvert (private): TemplateExporter builds its Jinja environment here
+        environment = super()._create_environment()
+        environment.bytecode_cache = _COMPILED
+        return environment
