@@ -1,24 +1,36 @@
 """Grade one synthetic class every way the course can, and time each against plain nbgrader.
 
     .venv/bin/python benchmarks/grade_class.py [--submissions 100] [--jobs 2] [--workers 2]
+                                               [--ways default serial cold local dask postgres]
 
-The class has ``--submissions`` synthetic submissions spread over every assignment (profiles
-right, mistakes, blank, mixed, tamper in turn). In one run, copies of the same course (same
-secret, so the same hidden inputs) are graded:
+The class has ``--submissions`` synthetic submissions spread over assignments 01-08 (so that
+new units do not move the baseline; profiles right, mistakes, blank, mixed, tamper in turn).
+In one run, copies of the same course (same secret, so the same hidden inputs) are graded:
 
-- by plain serial nbgrader: for each assignment `nbgrader autograde` + `generate_feedback`,
-  then one `nbgrader export`, with the course's nbgrader_config.py (the same judge and
-  sandbox): the baseline of every ratio;
-- by `autograd-course grade --jobs N` (local processes) into SQLite;
-- by `autograd-course grade --scheduler` on a Dask LocalCluster of ``--workers`` worker
-  processes, into SQLite;
-- by `autograd-course grade --jobs N` into a PostgreSQL server (Debian's, started here with
-  fsync on, as in production).
+- ``default``: by plain serial nbgrader with nbgrader's DEFAULT pipeline (a config that only
+  names the course: the tests run in the student's kernel, no judge, no sandbox): for each
+  assignment `nbgrader autograde` + `generate_feedback`, then one `nbgrader export`;
+- ``serial_cold``: the same commands with the course's nbgrader_config.py (the same judge and
+  sandbox as every other way) with warm kernels off: a cold kernel per notebook, as the
+  course graded before warm kernels;
+- ``serial``: the same with the course's nbgrader_config.py as it is (warm kernels from each
+  command's second notebook on);
+- ``cold``: by `autograd-course grade --jobs N` with warm kernels off
+  (``c.JudgedExecute.warm_kernels = False``), into SQLite;
+- ``local``: by `autograd-course grade --jobs N` (warm kernels: the course's default), into
+  SQLite;
+- ``dask``: by `autograd-course grade --scheduler` on a Dask LocalCluster of ``--workers``
+  worker processes, into SQLite;
+- ``postgres``: by `autograd-course grade --jobs N` into a PostgreSQL server (Debian's,
+  started here with fsync on, as in production).
 
-Every way must give the serial scores. Then it measures the per-submission cost of the
-cluster path (the task's and the outcome's serialisation, the scheduler round trip with the
-task's payload), the main process's merge of one graded submission into each gradebook, and
-a worker's time to grade one submission; and extrapolates these to a MOOC.
+Every way must give the same scores as ``serial``; ``default`` (whose tests a tampering
+student can fool) must give them for the right and the blank students. With ``dask`` it then
+measures the per-submission cost of the cluster path (the task's and the outcome's
+serialisation, the scheduler round trip with the task's payload), the main process's merge of
+one graded submission into each gradebook, and a worker's time to grade one submission; and
+extrapolates these to a MOOC. Where one submission's time goes, and the floor, are
+``benchmarks/grade_stages.py``'s.
 """
 
 from __future__ import annotations
@@ -43,36 +55,14 @@ from autograd_course.testkit import classes, synthetic
 from autograd_course.testkit.postgres import Postgres
 
 ROOT = Path(__file__).resolve().parent.parent
-UNITS = Course.load(ROOT).assignments()
+UNITS = [u for u in Course.load(ROOT).assignments() if u[:2] <= "08"]
 MOOC_STUDENTS, MOOC_ASSIGNMENTS = 10_000, 8
-
-
-def floor(repeats: int = 3) -> float:
-    """Seconds to start a sandboxed grading kernel, import torch in it and stop it."""
-    from jupyter_client.kernelspec import KernelSpec
-    from jupyter_core.utils import run_sync
-
-    from autograd_course.grading import kernel, sandbox
-
-    times = []
-    for _ in range(repeats):
-        with tempfile.TemporaryDirectory() as tmp:
-            work, ipc = sandbox.prepare_folders(Path(tmp))
-            argv, _ = sandbox.kernel_command(work, ipc, [ROOT], sandbox.Limits())
-            spec = KernelSpec(argv=argv, language="python", interrupt_mode="message")
-            start = time.perf_counter()
-            manager = kernel.GradingKernelManager(
-                kernel_name="k", kernel_spec_manager=kernel.OneKernelSpec(spec),
-                transport="ipc", ip=str(ipc / "kernel"), connection_file=str(ipc / "k.json"))
-            run_sync(manager.start_kernel)(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            client = manager.blocking_client()
-            client.start_channels()
-            client.wait_for_ready(timeout=60)
-            client.execute_interactive("import torch", timeout=120)
-            client.stop_channels()
-            run_sync(manager.shutdown_kernel)(now=True)
-            times.append(time.perf_counter() - start)
-    return statistics.median(times)
+WAYS = ("default", "serial_cold", "serial", "cold", "local", "dask", "postgres")
+#: nbgrader's own pipeline: a config that names the course and its exchange, nothing else.
+DEFAULT_CONFIG = """c = get_config()
+c.CourseDirectory.course_id = "autograd-course"
+c.Exchange.root = {exchange!r}
+"""
 
 
 def timed(args: list[str], cwd: Path) -> float:
@@ -95,8 +85,38 @@ def build(base: Path, submissions: int) -> Path:
     return serial
 
 
-def scores(course: Path) -> dict:
-    return {unit: classes.gradebook_scores(course, unit) for unit in UNITS}
+def submitted(course: Path) -> list[str]:
+    """The assignments the class handed in (a small class may leave some out)."""
+    return [u for u in UNITS if list(course.glob(f"submitted/*/{u}"))]
+
+
+def scores(course: Path, students: set[str] | None = None) -> dict:
+    """Each assignment's scores by student (only ``students``, if given)."""
+    return {unit: {s: v for s, v in classes.gradebook_scores(course, unit).items()
+                   if students is None or s in students} for unit in submitted(course)}
+
+
+def plain_nbgrader(course: Path) -> float:
+    """Seconds for serial nbgrader to autograde, give feedback on, and export the class."""
+    here = [sys.executable, "-m"]
+    start = time.perf_counter()
+    for unit in submitted(course):
+        for step in ("autograde", "generate_feedback"):
+            timed(here + ["nbgrader", step, unit, "--force"], course)
+    timed(here + ["nbgrader", "export"], course)
+    return time.perf_counter() - start
+
+
+def plain_course(serial: Path, dest: Path, config: str | None = None, extra: str = "") -> Path:
+    """A copy of the class for plain nbgrader, with its nbgrader_config.py replaced by
+    ``config`` or added ``extra``, and its assignments generated into its gradebook (not
+    timed)."""
+    course = classes.copy_course(serial, dest, extra)
+    if config is not None:
+        (course / "nbgrader_config.py").write_text(config)
+    for unit in UNITS:
+        timed([sys.executable, "-m", "nbgrader", "generate_assignment", unit, "--force"], course)
+    return course
 
 
 # -- the parts of one submission's cost --------------------------------------------------------
@@ -186,68 +206,111 @@ def main() -> None:
     parser.add_argument("--submissions", type=int, default=100)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--workers", type=int, default=2, help="Dask LocalCluster workers")
+    parser.add_argument("--ways", nargs="+", choices=WAYS, default=list(WAYS))
     args = parser.parse_args()
-    from distributed import LocalCluster
-
+    ways = ["serial", *[w for w in WAYS if w in args.ways and w != "serial"]]
     n, here = args.submissions, [sys.executable, "-m"]
-    kernel_floor = floor()
+    grade = here + ["autograd_course", "grade", "--jobs", str(args.jobs)]
     with tempfile.TemporaryDirectory(prefix="grade-bench-") as tmp:
         base = Path(tmp)
         serial = build(base, n)
-        local = classes.copy_course(serial, base / "local")
-        on_cluster = classes.copy_course(serial, base / "dask")
-        wall = {}
-        start = time.perf_counter()
-        for unit in UNITS:
-            for step in ("autograde", "generate_feedback"):
-                timed(here + ["nbgrader", step, unit, "--force"], serial)
-        timed(here + ["nbgrader", "export"], serial)
-        wall["serial"] = time.perf_counter() - start
+        profiles = dict(synthetic.cycle_profiles(n))
+        plain_students = {s for s, p in profiles.items() if p in ("right", "blank")}
+        courses = {"serial": serial}
+        wall, same = {}, {}
+        for way in ways[1:]:
+            cold = "\nc.JudgedExecute.warm_kernels = False\n"
+            if way == "default":
+                (base / "exchange").mkdir()
+                courses[way] = plain_course(serial, base / way, DEFAULT_CONFIG.format(
+                    exchange=str(base / "exchange")))
+            elif way == "serial_cold":
+                courses[way] = plain_course(serial, base / way, extra=cold)
+            else:
+                courses[way] = classes.copy_course(serial, base / way,
+                                                   cold if way == "cold" else "")
+        wall["serial"] = plain_nbgrader(serial)
         reference = scores(serial)
-        wall["local"] = timed(here + ["autograd_course", "grade", "--jobs", str(args.jobs)], local)
-        with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
-                          dashboard_address=None, memory_limit=0) as cluster:
-            wall["dask"] = timed(here + ["autograd_course", "grade", "--scheduler",
-                                         cluster.scheduler_address], on_cluster)
-            sample = [Submission(s.student, s.assignment) for s in
-                      Course.load(serial).submissions(UNITS)][::max(1, n // 16)][:16]
-            costs = cluster_costs(Course.load(serial), cluster.scheduler_address, sample)
-        with Postgres(durable=True) as server:
-            url = server.create_database("bench")
-            postgres = classes.copy_course(serial, base / "postgres",
-                                   f'\nc.CourseDirectory.db_url = "{url}"\n')
-            wall["postgres"] = timed(here + ["autograd_course", "grade", "--jobs",
-                                             str(args.jobs)], postgres)
-            same = {way: scores(course) == reference for way, course in
-                    (("local", local), ("dask", on_cluster), ("postgres", postgres))}
-            merge_url = server.create_database("merge")
-            merge_pg = classes.copy_course(serial, base / "merge_pg",
-                                   f'\nc.CourseDirectory.db_url = "{merge_url}"\n')
-            for unit in UNITS:
-                gradebook.register(Course.load(merge_pg), unit, gradebook.cells(
-                    Course.load(serial).db_url, unit))
-            merge = {"postgres": merge_seconds(Course.load(serial), Course.load(merge_pg), sample)}
-        merge_sqlite = classes.copy_course(serial, base / "merge_sqlite")
-        for unit in UNITS:
-            gradebook.register(Course.load(merge_sqlite), unit,
-                               gradebook.cells(Course.load(serial).db_url, unit))
-        merge["sqlite"] = merge_seconds(Course.load(serial), Course.load(merge_sqlite), sample)
+        if "serial_cold" in ways:
+            wall["serial_cold"] = plain_nbgrader(courses["serial_cold"])
+            same["serial_cold"] = scores(courses["serial_cold"]) == reference
+        if "default" in ways:
+            wall["default"] = plain_nbgrader(courses["default"])
+            same["default"] = scores(courses["default"], plain_students) == scores(
+                serial, plain_students)
+        for way in ("cold", "local"):
+            if way in ways:
+                wall[way] = timed(grade, courses[way])
+        costs = merge = None
+        if "dask" in ways:
+            from distributed import LocalCluster
+
+            with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
+                              dashboard_address=None, memory_limit=0) as cluster:
+                wall["dask"] = timed(here + ["autograd_course", "grade", "--scheduler",
+                                             cluster.scheduler_address], courses["dask"])
+                sample = [Submission(s.student, s.assignment) for s in
+                          Course.load(serial).submissions(UNITS)][::max(1, n // 16)][:16]
+                costs = cluster_costs(Course.load(serial), cluster.scheduler_address, sample)
+            merge = merge_costs(serial, base, sample)
+        if "postgres" in ways:
+            with Postgres(durable=True) as server:
+                url = server.create_database("bench")
+                courses["postgres"] = classes.copy_course(
+                    serial, base / "postgres-course", f'\nc.CourseDirectory.db_url = "{url}"\n')
+                wall["postgres"] = timed(grade, courses["postgres"])
+                same["postgres"] = scores(courses["postgres"]) == reference
+        for way in ("cold", "local", "dask"):
+            if way in ways:
+                same[way] = scores(courses[way]) == reference
         records = len(list((serial / STORE).glob("*/*/*.json")))
 
     print(f"machine: {os.cpu_count()} cores; {n} submissions over {len(UNITS)} assignments "
-          f"({records} graded notebooks); --jobs {args.jobs}; {args.workers} Dask workers")
-    print(f"floor (start a sandboxed kernel + import torch): {kernel_floor:.2f} s\n")
-    print(f"{'how':58} {'wall':>8} {'per sub':>8} {'vs nbgrader':>11}  scores")
-    rows = [("serial", "plain nbgrader, serial (autograde + feedback + export)"),
-            ("local", f"autograd-course grade --jobs {args.jobs}, SQLite"),
-            ("dask", f"autograd-course grade --scheduler ({args.workers} workers), SQLite"),
-            ("postgres", f"autograd-course grade --jobs {args.jobs}, PostgreSQL (fsync on)")]
-    for way, label in rows:
+          f"({records} graded notebooks); --jobs {args.jobs}; {args.workers} Dask workers\n")
+    labels = {
+        "default": "plain nbgrader, nbgrader's DEFAULT pipeline, serial",
+        "serial_cold": "plain nbgrader, the course's config, cold kernels, serial",
+        "serial": "plain nbgrader, the course's config (warm kernels), serial",
+        "cold": f"autograd-course grade --jobs {args.jobs}, cold kernels",
+        "local": f"autograd-course grade --jobs {args.jobs}, warm kernels",
+        "dask": f"autograd-course grade --scheduler ({args.workers} workers), warm",
+        "postgres": f"autograd-course grade --jobs {args.jobs}, PostgreSQL (fsync on)"}
+    bases = [b for b in ("default", "serial_cold", "serial") if b in wall]
+    print("| how | wall | per submission | " + " | ".join(f"vs {b}" for b in bases)
+          + " | scores |\n|---|---:|---:|" + "---:|" * len(bases) + "---|")
+    for way in [w for w in WAYS if w in wall]:
         verdict = "reference" if way == "serial" else (
+            "same for right and blank" if way == "default" and same[way] else
             "same" if same[way] else "DIFFERENT")
-        print(f"{label:58} {wall[way]:7.1f}s {wall[way] / n:7.2f}s "
-              f"{wall['serial'] / wall[way]:10.2f}x  {verdict}")
-    c = costs
+        ratios = " | ".join(f"{wall[b] / wall[way]:.2f}x" for b in bases)
+        print(f"| {labels[way]} | {wall[way]:.1f} s | {wall[way] / n:.2f} s | {ratios} | "
+              f"{verdict} |")
+    if costs:
+        report_costs(costs, merge)
+
+
+def merge_costs(serial: Path, base: Path, sample: list[Submission]) -> dict:
+    """The main process's seconds to merge one graded submission, into SQLite and into
+    PostgreSQL."""
+    merge = {}
+    with Postgres(durable=True) as server:
+        merge_url = server.create_database("merge")
+        merge_pg = classes.copy_course(serial, base / "merge_pg",
+                                       f'\nc.CourseDirectory.db_url = "{merge_url}"\n')
+        for unit in UNITS:
+            gradebook.register(Course.load(merge_pg), unit, gradebook.cells(
+                Course.load(serial).db_url, unit))
+        merge["postgres"] = merge_seconds(Course.load(serial), Course.load(merge_pg), sample)
+    merge_sqlite = classes.copy_course(serial, base / "merge_sqlite")
+    for unit in UNITS:
+        gradebook.register(Course.load(merge_sqlite), unit,
+                           gradebook.cells(Course.load(serial).db_url, unit))
+    merge["sqlite"] = merge_seconds(Course.load(serial), Course.load(merge_sqlite), sample)
+    return merge
+
+
+def report_costs(c: dict, merge: dict) -> None:
+    """The cluster path's costs per submission, and the MOOC extrapolation."""
     print("\nper submission, the cluster path (medians):")
     print(f"  task (the submission's files) pickled: {c['task_kib']:.1f} KiB, dumps "
           f"{c['dumps'] * 1e3:.2f} ms + loads {c['loads'] * 1e3:.2f} ms")
@@ -256,7 +319,7 @@ def main() -> None:
           f"task's files {c['task_trip'] * 1e3:.1f} ms")
     print(f"  once per run: prepare its bundle ({c['assignments']} assignments) "
           f"{c['prepare']:.2f} s, {c['bundle_kib']:.0f} KiB sent to every worker once")
-    print(f"  a worker grades one submission in {c['worker']:.2f} s (one core)")
+    print(f"  a worker grades one submission in {c['worker']:.2f} s (one core, warm)")
     print(f"  the main process merges one: SQLite {merge['sqlite'] * 1e3:.0f} ms, "
           f"PostgreSQL {merge['postgres'] * 1e3:.0f} ms")
 
