@@ -1,12 +1,15 @@
-"""Time `autograd-course check` against `nbgrader validate` on the same notebook, in one run.
+"""Time `autograd-course check` against `nbgrader validate` on the same notebooks, in one run.
 
     .venv/bin/python benchmarks/check_vs_validate.py [--assignment 01_gradients] [--repeats 3]
+                                                     [--several 4]
 
 The notebook is the assignment's student version with the reference answers filled in. Each
-command runs ``--repeats`` times, alternating, as a fresh process (what a learner runs); the
-check's prepared course is built once before timing (it is cached by the source's hash, so
-only a learner's first check pays for it, and that is printed too). Prints the median wall
-time of each and their ratio.
+command runs ``--repeats`` times, alternating, as a fresh process (what a learner runs), on
+one notebook and on ``--several`` copies of it given at once (one process for all: there
+``check`` forks every kernel after the first from a warm zygote, while one notebook never
+starts one). The check's prepared course is built once before timing (it is cached by the
+source's hash, so only a learner's first check pays for it, and that is printed too). Prints
+the median wall time of each and their ratio.
 """
 
 from __future__ import annotations
@@ -39,29 +42,38 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--assignment", default="01_gradients")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--several", type=int, default=4)
     args = parser.parse_args()
     name = args.assignment
     with tempfile.TemporaryDirectory(prefix="check-bench-") as tmp:
         folder = Path(tmp)
-        notebook = folder / f"{name}.ipynb"
         answers = reference_answers(ROOT / "source" / name / f"{name}.ipynb")
-        nbformat.write(fill(ROOT / "release" / name / f"{name}.ipynb", answers), notebook)
-        check = [sys.executable, "-m", "autograd_course", "--course", str(ROOT), "check",
-                 str(notebook), "--student", "bench"]
-        validate = [sys.executable, "-m", "nbgrader", "validate", notebook.name]
+        notebooks = []
+        for index in range(args.several):
+            (folder / str(index)).mkdir()
+            notebooks.append(folder / str(index) / f"{name}.ipynb")
+            nbformat.write(fill(ROOT / "release" / name / f"{name}.ipynb", answers),
+                           notebooks[-1])
         shutil.rmtree(ROOT / ".autograd-course-cache", ignore_errors=True)
-        first = timed(check, folder)
-        times: dict[str, list[float]] = {"check": [], "validate": []}
+        check = [sys.executable, "-m", "autograd_course", "--course", str(ROOT), "check",
+                 "--student", "bench"]
+        validate = [sys.executable, "-m", "nbgrader", "validate"]
+        first = timed(check + [str(notebooks[0])], folder)
+        times: dict[tuple[str, int], list[float]] = {}
         for _ in range(args.repeats):
-            times["validate"].append(timed(validate, folder))
-            times["check"].append(timed(check, folder))
-    check_s, validate_s = (statistics.median(times[k]) for k in ("check", "validate"))
+            for count in (1, args.several):
+                chosen = [str(n) for n in notebooks[:count]]
+                for label, command in (("validate", validate), ("check", check)):
+                    times.setdefault((label, count), []).append(timed(command + chosen, folder))
     print(f"notebook: {name} (reference answers); {args.repeats} runs each, median wall time")
-    print(f"  nbgrader validate      {validate_s:6.2f} s   {times['validate']}")
-    print(f"  autograd-course check  {check_s:6.2f} s   {times['check']}")
-    print(f"  ratio check/validate   {check_s / validate_s:6.2f}x  (a first check, which "
-          f"prepares the course, took {first:.2f} s)")
-
+    for count in (1, args.several):
+        check_s, validate_s = (statistics.median(times[(k, count)])
+                               for k in ("check", "validate"))
+        print(f"{count} notebook(s) in one command:")
+        print(f"  nbgrader validate      {validate_s:6.2f} s   {times[('validate', count)]}")
+        print(f"  autograd-course check  {check_s:6.2f} s   {times[('check', count)]}")
+        print(f"  ratio check/validate   {check_s / validate_s:6.2f}x")
+    print(f"(a first check, which prepares the course, took {first:.2f} s)")
 
 if __name__ == "__main__":
     main()
