@@ -197,3 +197,20 @@ def test_a_notebook_graded_while_the_zygote_starts_gets_a_cold_kernel(tmp_path):
     assert outputs[-1]["text"].strip() == "2"  # its namespace's PID 1 forked it
     assert list(warm._zygotes.values()) == [zygote]
     warm.close_all()
+
+
+def test_where_the_zygote_cannot_start_kernels_start_cold_and_the_log_says_why(
+        tmp_path, monkeypatch, caplog):
+    def cannot(private):
+        raise warm.ZygoteError("no zygote on this machine")
+
+    warm.close_all()
+    monkeypatch.setattr(warm, "Zygote", cannot)
+    warm.plan(None, wait=True)
+    try:
+        outputs, state = _grade(tmp_path, "print(6 * 7)", "fallback", kernel="cold")
+    finally:
+        warm.plan(None)
+        warm.close_all()
+    assert outputs[-1]["text"].strip() == "42" and state["sandboxed"] is True
+    assert "no zygote on this machine: each notebook's kernel starts cold" in caplog.text
