@@ -61,6 +61,20 @@ def flood():  # start processes until refused; how many started
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
     return len(children)
+def reserve_host_disk():  # through each file the kernel holds open (its own stdout, say)
+    import ctypes, fcntl, stat
+    libc = ctypes.CDLL(None, use_errno=True)
+    held = []
+    for fd in map(int, os.listdir("/proc/self/fd")):
+        try:
+            mode = os.fstat(fd).st_mode
+        except OSError:
+            continue
+        if stat.S_ISREG(mode) and fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE != os.O_RDONLY:
+            # FALLOC_FL_KEEP_SIZE: disk space without a bigger file
+            if libc.fallocate(fd, 1, ctypes.c_long(0), ctypes.c_long(2**30)) == 0:
+                held.append(fd)
+    return held
 def connect(port, host="127.0.0.1"):
     socket.create_connection((host, port), timeout=2).close()
     return "connected"
@@ -97,6 +111,7 @@ if HOSTILE:  # only where the sandbox holds: unsandboxed, these would really do 
     "kernel_side": [attempt(lambda m=m: __import__(m) and m) for m in KERNEL_SIDE],
     "grader_side": [attempt(lambda m=m: __import__(m) and m) for m in GRADER_SIDE],
     "package_listing": attempt(lambda: sorted(os.listdir(PACKAGE))),
+    "reserved_host_disk": reserve_host_disk(),
   })
 print(json.dumps(report))
 '''
@@ -226,6 +241,9 @@ def test_the_kernels_folders_have_sizes_and_its_processes_a_limit(sandboxed):
     assert report["fill_shm"] <= sandbox.SHM_MB
     if os.geteuid() == 0:  # a user per kernel: the limit (64 here) counts its own processes
         assert 0 < report["processes_started"] < 64
+    # no file of the host is open in the kernel (its own stdout and stderr are a pipe), so no
+    # disk space can be reserved past the limits
+    assert report["reserved_host_disk"] == []
 
 
 def test_the_kernel_writes_only_its_own_folders(sandboxed, tmp_path):

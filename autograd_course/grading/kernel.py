@@ -276,6 +276,48 @@ class Watchdog:
             return
 
 
+#: Bytes of a kernel's own stdout and stderr that the grader keeps (its log, quoted when it
+#: does not start); the rest is read and dropped.
+LOG_BYTES = 2**20
+
+
+class KernelLog:
+    """A kernel's own stdout and stderr (not the notebook's outputs): a FIFO in its host
+    folder (:attr:`.sandbox.Folders.output`, which a forked kernel opens by name), copied
+    by a grader thread into :attr:`.sandbox.Folders.log`, at most :data:`LOG_BYTES`. The
+    kernel never holds a descriptor of a host file: through one it could reserve disk
+    space (``fallocate`` with ``FALLOC_FL_KEEP_SIZE``) past every file-size limit."""
+
+    def __init__(self, folders: sandbox.Folders):
+        self.folders = folders
+        os.mkfifo(folders.output, 0o600)
+        self._read = os.open(folders.output, os.O_RDONLY | os.O_NONBLOCK)
+        self._held = os.open(folders.output, os.O_WRONLY)  # no end of file before the kernel's
+        os.set_blocking(self._read, True)
+        self._copier = threading.Thread(target=self._copy, name="kernel-log", daemon=True)
+        self._copier.start()
+
+    def writer(self):
+        """A writing end, for a kernel started as a process (its stdout and stderr)."""
+        return open(self.folders.output, "wb", buffering=0)  # noqa: SIM115 - the caller's
+
+    def _copy(self) -> None:
+        kept = 0
+        with open(self.folders.log, "wb") as log:
+            while chunk := os.read(self._read, 2**16):
+                if kept < LOG_BYTES:
+                    log.write(chunk[:LOG_BYTES - kept])
+                    log.flush()
+                    kept += len(chunk)
+
+    def close(self) -> None:
+        """Stop copying once the kernel's ends are closed (its processes are gone)."""
+        os.close(self._held)
+        self._copier.join(timeout=5)
+        if not self._copier.is_alive():
+            os.close(self._read)
+
+
 @dataclass
 class KernelPlan:
     """How to start one grading kernel: its command line, its folders and its user."""
@@ -345,9 +387,13 @@ class SandboxedExecute(Execute):
         # is quoted when the kernel fails to start. nbclient passes these keyword arguments
         # through ``AsyncKernelManager.start_kernel`` to the provisioner's ``Popen``.
         folders = self._plan.folders
-        self._plan.log = open(folders.base / "kernel.log", "wb")  # noqa: SIM115
-        kwargs.update(cwd=str(folders.work), stdout=self._plan.log, stderr=self._plan.log)
-        return await super().async_start_new_kernel(**kwargs)
+        self._plan.log = KernelLog(folders)
+        writer = self._plan.log.writer()
+        kwargs.update(cwd=str(folders.work), stdout=writer, stderr=writer)
+        try:
+            return await super().async_start_new_kernel(**kwargs)
+        finally:
+            writer.close()  # the kernel has its own copy (a forked one opens the FIFO itself)
 
     start_new_kernel = run_sync(async_start_new_kernel)
 

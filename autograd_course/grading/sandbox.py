@@ -113,6 +113,16 @@ class Folders:
     ipc: Path
     home: Path
 
+    @property
+    def output(self) -> Path:
+        """The FIFO the kernel's own stdout and stderr go to (:class:`.kernel.KernelLog`)."""
+        return self.base / "kernel.out"
+
+    @property
+    def log(self) -> Path:
+        """What the grader kept of the kernel's own stdout and stderr."""
+        return self.base / "kernel.log"
+
 
 @functools.cache
 def bubblewrap() -> str | None:

@@ -238,7 +238,7 @@ def request(folders: sandbox.Folders, limits: sandbox.Limits, uid: int | None) -
     request = {
         "spool": str(folders.base.parent), "files": str(folders.files),
         "work": str(folders.work), "ipc": str(folders.ipc), "home": str(folders.home),
-        "log": str(folders.base / "kernel.log"), "uid": uid,
+        "log": str(folders.output), "uid": uid,
         "limits": {**asdict(limits), "shm_mb": sandbox.SHM_MB},
         "env": sandbox.kernel_environment(), "threads": threads,
         "argv": list(sandbox.KERNEL_OPTIONS),
