@@ -144,6 +144,28 @@ def drop_bounding_set(keep: tuple[int, ...] = ()) -> None:
             _check(_libc.prctl(PR_CAPBSET_DROP, ctypes.c_ulong(cap), 0, 0, 0), "capbset")
 
 
+#: keyctl(2)'s system call number, by machine.
+SYS_KEYCTL = {"x86_64": 250, "aarch64": 219}
+KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_CLEAR = 1, 7
+KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -4, -5
+
+
+def fresh_keyrings(clear_user: bool) -> None:
+    """Give this process a new, empty session keyring (not the grader's, which it inherited)
+    and, with ``clear_user``, empty its user's keyrings (a kernel's user id comes round again,
+    and Linux keeps a user's keyrings between its processes: what an earlier kernel put there
+    must not reach a later one). Run by every grading kernel before the notebook
+    (``sandbox.kernel_options``); where keyctl is missing or refused there is nothing to
+    reach."""
+    number = SYS_KEYCTL.get(os.uname().machine)
+    if number is None:
+        return
+    _libc.syscall(number, KEYCTL_JOIN_SESSION_KEYRING, None)
+    if clear_user:
+        for keyring in (KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING):
+            _libc.syscall(number, KEYCTL_CLEAR, keyring)
+
+
 def status_fields(*names: str) -> dict[str, str]:
     """Fields of /proc/self/status (``CapEff``, ``NoNewPrivs``...)."""
     with open("/proc/self/status") as f:

@@ -7,6 +7,7 @@ here: ``make`` installs it as root, and grading a class without it is not what C
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
@@ -75,6 +76,11 @@ def reserve_host_disk():  # through each file the kernel holds open (its own std
             if libc.fallocate(fd, 1, ctypes.c_long(0), ctypes.c_long(2**30)) == 0:
                 held.append(fd)
     return held
+def grader_key():  # the key the grader's test put in its session keyring, if it is reachable
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    # keyctl(KEYCTL_SEARCH, KEY_SPEC_SESSION_KEYRING, "user", name, 0) (x86_64)
+    return libc.syscall(250, 10, -3, b"user", b"autograd-course-probe", 0) != -1
 def connect(port, host="127.0.0.1"):
     socket.create_connection((host, port), timeout=2).close()
     return "connected"
@@ -112,6 +118,7 @@ if HOSTILE:  # only where the sandbox holds: unsandboxed, these would really do 
     "grader_side": [attempt(lambda m=m: __import__(m) and m) for m in GRADER_SIDE],
     "package_listing": attempt(lambda: sorted(os.listdir(PACKAGE))),
     "reserved_host_disk": reserve_host_disk(),
+    "grader_key": grader_key(),
   })
 print(json.dumps(report))
 '''
@@ -150,6 +157,14 @@ def _unlisted_folder() -> Path:
     raise AssertionError("no writable folder outside /tmp to put the probe's file in")
 
 
+def _plant_grader_key() -> None:
+    """A key in this process's session keyring, as a grader started from a login has: the
+    kernel must not reach it (add_key, x86_64's system call 248)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    found = libc.syscall(248, b"user", b"autograd-course-probe", b"grader-only", 11, -3)
+    assert found != -1, os.strerror(ctypes.get_errno())
+
+
 def _run(tmp_path, **settings):
     course = tmp_path / "course"
     submission = course / "autograded" / "s" / "a"
@@ -173,6 +188,7 @@ def _run(tmp_path, **settings):
     nb = _probe_notebook(course, grader_tmp, server.getsockname()[1],
                          hostile=settings.get("sandbox", True), unlisted=unlisted)
     os.environ["AUTOGRAD_COURSE_TEST_TOKEN"] = "grader-only"
+    _plant_grader_key()
     try:
         nb, resources = JudgedExecute(config=config).preprocess(nb, resources)
     finally:
@@ -244,6 +260,11 @@ def test_the_kernels_folders_have_sizes_and_its_processes_a_limit(sandboxed):
     # no file of the host is open in the kernel (its own stdout and stderr are a pipe), so no
     # disk space can be reserved past the limits
     assert report["reserved_host_disk"] == []
+
+
+def test_the_kernel_has_a_keyring_of_its_own(sandboxed):
+    report, _, _ = sandboxed  # a key of the grader's session keyring is out of its reach
+    assert report["grader_key"] is False
 
 
 def test_the_kernel_writes_only_its_own_folders(sandboxed, tmp_path):

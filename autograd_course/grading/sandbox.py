@@ -253,12 +253,19 @@ def kernel_python() -> list[str]:
     on the path, as in Jupyter, for the student's own modules. Its stdout and stderr send
     what a cell prints in messages of a bounded size (:mod:`autograd_course.streams`)."""
     return [sys.executable, "-P", "-m", "ipykernel_launcher", "-f", "{connection_file}",
-            *KERNEL_OPTIONS]
+            *kernel_options()]
 
 
 #: ipykernel's options of a grading kernel (see :func:`kernel_python`).
-KERNEL_OPTIONS = ("--IPKernelApp.exec_lines=__import__('sys').path.insert(0, '')",
-                  "--IPKernelApp.outstream_class=autograd_course.streams.ChunkedOutStream")
+def kernel_options() -> tuple[str, ...]:
+    """ipykernel's options of every grading kernel: before the notebook, the working folder on
+    the import path and fresh keyrings (:func:`autograd_course.zygote.fresh_keyrings`; the
+    user's own emptied as root, where each kernel has a user of the pool); outputs in
+    chunks."""
+    start = ("__import__('sys').path.insert(0, ''); __import__('autograd_course.zygote')"
+             f".zygote.fresh_keyrings(clear_user={os.geteuid() == 0})")
+    return (f"--IPKernelApp.exec_lines={start}",
+            "--IPKernelApp.outstream_class=autograd_course.streams.ChunkedOutStream")
 
 
 def kernel_environment() -> dict[str, str]:

@@ -241,7 +241,7 @@ def request(folders: sandbox.Folders, limits: sandbox.Limits, uid: int | None) -
         "log": str(folders.output), "uid": uid,
         "limits": {**asdict(limits), "shm_mb": sandbox.SHM_MB},
         "env": sandbox.kernel_environment(), "threads": threads,
-        "argv": list(sandbox.KERNEL_OPTIONS),
+        "argv": list(sandbox.kernel_options()),
     }
     if os.geteuid() == 0:
         request.update(passwd=str(folders.base / "passwd"), group=str(folders.base / "group"))
