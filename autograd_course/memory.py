@@ -1,9 +1,10 @@
-"""What a process holds: its private memory, read from ``/proc`` (Linux).
+"""What a process holds, read from ``/proc`` (Linux).
 
-Used on both sides: a grader measures a student's kernel from outside it (the kernel cannot
-forge what Linux reports about its process), and a learner's visible check measures its own
-kernel. Private memory, unlike the resident size, leaves out the pages a process shares: the
-libraries, and after a fork its parent's pages.
+Used on both sides: a grader measures a student's kernel from outside it, all its processes
+together (:func:`tree_memory_bytes`: each process's share of the anonymous memory it uses, so
+that forking, which makes every page shared, hides nothing), and a learner's visible check
+measures its own kernel (:func:`private_bytes`). Private memory, unlike the resident size,
+leaves out the pages a process shares: the libraries, and after a fork its parent's pages.
 
 >>> import os
 >>> private_bytes(os.getpid()) > 0
@@ -34,14 +35,32 @@ def private_bytes(pid: int) -> int:
     return total
 
 
-def tree_private_bytes(pid: int) -> int:
-    """:func:`private_bytes` of a process and all its descendants."""
+def anonymous_share_bytes(pid: int) -> int:
+    """The process's share of the anonymous memory it uses (``Pss_Anon``, ``Pss_Shmem`` and
+    ``SwapPss`` of ``/proc/PID/smaps_rollup``): a page it shares with ``n`` processes counts
+    ``1/n``. Summed over processes that fork, it stays what they hold together, where their
+    private memory would drop to nothing (a fork shares every page). :func:`private_bytes`
+    where the kernel reports no such fields (Linux before 5.14)."""
+    try:
+        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        return private_bytes(pid)
+    fields = dict(line.partition(":")[::2] for line in text.splitlines())
+    if "Pss_Anon" not in fields:
+        return private_bytes(pid)
+    return sum(int(fields[key].split()[0]) * 1024
+               for key in ("Pss_Anon", "Pss_Shmem", "SwapPss") if key in fields)
+
+
+def tree_memory_bytes(pid: int) -> int:
+    """:func:`anonymous_share_bytes` of a process and all its descendants: the memory they
+    hold together, however they share it among themselves."""
     import psutil
 
-    total = private_bytes(pid)
+    total = anonymous_share_bytes(pid)
     for child in psutil.Process(pid).children(recursive=True):
         with contextlib.suppress(psutil.Error, OSError, ValueError):
-            total += private_bytes(child.pid)
+            total += anonymous_share_bytes(child.pid)
     return total
 
 

@@ -252,3 +252,38 @@ def test_loading_the_grading_pipeline_leaves_torch_to_the_judges_thread():
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True).stdout.strip()
     assert loaded == "[]", loaded
+
+
+def test_a_kernel_that_forks_hides_none_of_its_memory_from_the_judge():
+    """The judge measures a kernel's processes from outside (memory.tree_memory_bytes): a
+    fork, which makes every page shared and so no longer private to either process, hides
+    nothing of what the two hold together."""
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    from autograd_course import memory
+
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import os, sys, time\n"
+        "kept = bytearray(os.urandom(2**20)) * 200  # 200 MiB of the kernel's own\n"
+        "if os.fork() == 0:\n"
+        "    time.sleep(60)\n"
+        "print('forked', flush=True)\n"
+        "time.sleep(60)\n")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "forked"
+        deadline = time.monotonic() + 10
+        while not psutil.Process(holder.pid).children() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        private = memory.private_bytes(holder.pid) + sum(
+            memory.private_bytes(c.pid) for c in psutil.Process(holder.pid).children())
+        assert private < 100 * 2**20  # what private memory would say: shared, so not counted
+        assert memory.tree_memory_bytes(holder.pid) > 190 * 2**20
+    finally:
+        for process in psutil.Process(holder.pid).children():
+            process.kill()
+        holder.kill()
+        holder.wait()

@@ -157,15 +157,15 @@ class JupyterLink:
         self.client = judge_client(kernel_manager, limit)
 
     def memory(self) -> int:
-        """The kernel's private memory, all its processes, as Linux reports it (the kernel
-        cannot forge it)."""
-        from autograd_course.memory import tree_private_bytes
+        """The kernel's memory, all its processes together, as Linux reports it
+        (:func:`~autograd_course.memory.tree_memory_bytes`: a fork hides nothing)."""
+        from autograd_course.memory import tree_memory_bytes
 
         pid = self.pid()
         if pid is None:
             raise AnswerError("the kernel's memory cannot be measured here")
         try:
-            return tree_private_bytes(pid)
+            return tree_memory_bytes(pid)
         except Exception as exc:  # noqa: BLE001 - the kernel is gone, or /proc unreadable
             raise AnswerError(f"the kernel's memory could not be read ({exc})") from None
 
@@ -343,8 +343,9 @@ class Session:
             self._notes.append((diagnosis, message))
 
     def kernel_memory(self) -> int:
-        """The kernel's private memory in bytes, read from outside it, after the kernel gave
-        back what it had freed (a kernel that does not only counts more)."""
+        """The kernel's memory in bytes (:meth:`JupyterLink.memory`), read from outside it,
+        after the kernel gave back what it had freed (a kernel that does not only counts
+        more)."""
         self._request({"op": "trim"})
         return self.link.memory()
 

@@ -33,7 +33,7 @@ from nbgrader.preprocessors import Execute
 from traitlets import Any, Integer, Type
 
 from autograd_course.grading import sandbox, warm
-from autograd_course.memory import tree_private_bytes
+from autograd_course.memory import tree_memory_bytes
 
 GRADING_KERNEL = "autograd-course-grading"
 #: The largest message a grading kernel may send the grader (outputs included).
@@ -199,7 +199,7 @@ def _folder_bytes(folder: Path) -> int:
 
 @dataclass
 class Watchdog:
-    """Kills a kernel (and every process it started) whose private memory, all its processes
+    """Kills a kernel (and every process it started) whose memory, all its processes
     together, passes ``limit_mb``; or that is still running at ``deadline``
     (``(time.monotonic() value, reason)``); or that fills its socket folder (``sockets``), the
     one folder of the host it can write (where the grader is not root); or that makes the
@@ -244,11 +244,11 @@ class Watchdog:
 
     def _why(self, process, tick: int) -> str | None:
         limit = self.limit_mb * 2**20
-        # The resident sizes, cheap to read, bound the private memory from above (they count
+        # The resident sizes, cheap to read, bound that memory from above (they count
         # shared pages too, once per process): only past the limit is smaps_rollup read.
         resident = process.memory_info().rss + sum(
             c.memory_info().rss for c in process.children(recursive=True))
-        if resident > limit and tree_private_bytes(process.pid) > limit:
+        if resident > limit and tree_memory_bytes(process.pid) > limit:
             return f"the kernel used more than {self.limit_mb} MiB"
         if self.deadline is not None and time.monotonic() > self.deadline[0]:
             return self.deadline[1]
