@@ -175,7 +175,7 @@ class JudgedExecute(SandboxedExecute):
                 self.release_kernel()
                 self.nb = nb
             if failure and not self.kernel_started:
-                failure += ": " + _tail(Path(tmp) / "kernel.log")
+                failure += ": " + _tail(folders.log)
         for cell in nb.cells:
             if cell_role(cell) == "test" and not cell.get("outputs"):
                 reason = failure or "the test did not run"
