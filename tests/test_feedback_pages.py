@@ -8,20 +8,26 @@ from __future__ import annotations
 import copy
 import logging
 import re
+import subprocess
+import sys
+from html.parser import HTMLParser
 from pathlib import Path
 
 import jinja2
 import nbformat
 import pytest
 from nbconvert.exporters import HTMLExporter
+from nbgrader.api import Gradebook
 from nbgrader.converters import GenerateFeedback
 from nbgrader.coursedir import CourseDirectory
-from support.pages import formgrader_html
+from support.pages import formgrader_html, live_marks
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
 from autograd_course.grading import mathjax, pipeline
 from autograd_course.grading.preprocessors import HideHiddenTests, ShowCommentsAsText
+from autograd_course.grading.preprocessors.feedback import shown_comment
+from autograd_course.testkit import classes
 
 COURSE = Path(__file__).resolve().parent.parent
 #: A diagnosis as a check writes it: Markdown would make ``__name__`` a bold "name".
@@ -148,3 +154,95 @@ def test_a_feedback_page_compiles_no_template_once_the_process_has(monkeypatch):
     assert compiled == []
     uuids = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
     assert uuids.sub("", again) == uuids.sub("", first)
+
+
+# -- the instructor's comment and the automatic diagnostic, both -----------------------------
+#: What an instructor types in formgrader's comment box: Markdown, markup and an entity, which
+#: the feedback shows word for word.
+MANUAL = "See **lecture 3** <img src=x onerror=alert(1)> & `retain_grad`: q1 < q2."
+BLANK_FOR = "q2_leaf_and_grad_fn"  # a box the instructor typed into, then emptied
+
+
+class _Footers(HTMLParser):
+    """The text of each comment of a feedback page (nbgrader's ``panel-footer`` divs)."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.footers, self.depth = [], 0
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "div" and self.depth:
+            self.depth += 1
+        elif tag == "div" and "panel-footer" in (dict(attrs).get("class") or ""):
+            self.depth = 1
+            self.footers.append("")
+
+    def handle_endtag(self, tag):
+        if tag == "div" and self.depth:
+            self.depth -= 1
+
+    def handle_data(self, data):
+        if self.depth:
+            self.footers[-1] += data
+
+
+def footers(html: str) -> list[str]:
+    parser = _Footers()
+    parser.feed(html)
+    return parser.footers
+
+
+@pytest.fixture(scope="module")
+def commented(tmp_path_factory, root):
+    """A submission graded by `autograd-course grade`, an instructor's comment set on its first
+    answer as formgrader's API sets it (``manual_comment``), another box emptied, and the
+    feedback generated again by plain nbgrader: the course, and the automatic comments."""
+    course = classes.make_course(tmp_path_factory.mktemp("comments") / "course", root,
+                                 ["01_gradients"])
+    classes.submit_class(course, "01_gradients", [("blaise", "mistakes")], seed=3)
+    done = subprocess.run([sys.executable, "-m", "autograd_course", "grade", "01_gradients",
+                           "--jobs", "1"], cwd=course, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    auto = {}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        for comment in gb.find_submission_notebook("01_gradients", "01_gradients",
+                                                   "blaise").comments:
+            auto[comment.name] = comment.auto_comment
+            if comment.name == "q1_partials":
+                comment.manual_comment = MANUAL
+            elif comment.name == BLANK_FOR:
+                comment.manual_comment = ""
+        gb.db.commit()
+    assert auto["q1_partials"] and auto[BLANK_FOR], auto  # a wrong answer: diagnosed
+    again = classes.nbgrader(course, "generate_feedback", "01_gradients", "--force")
+    assert again.returncode == 0, again.stderr[-3000:]
+    return course, auto
+
+
+@pytest.mark.class_grading
+def test_the_feedback_shows_the_instructors_comment_and_the_diagnostic(commented):
+    course, auto = commented
+    html = (course / "feedback" / "blaise" / "01_gradients" / "01_gradients.html").read_text()
+    (both,) = [text for text in footers(html) if MANUAL in text]
+    assert both.count(MANUAL) == 1 and both.count(auto["q1_partials"]) == 1, both
+    assert both.index("Instructor's comment:") < both.index(MANUAL) < both.index(
+        "Automatic diagnostic:") < both.index(auto["q1_partials"])
+    assert html.count(MANUAL.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+                      ) == 1  # escaped, once: in the page only as that text
+    assert "<img" not in html and "<strong>lecture" not in html
+    assert live_marks(html, "alert(1)") == []
+    # the emptied box shows the diagnostic alone, as before anyone typed there
+    (alone,) = [text for text in footers(html) if auto[BLANK_FOR] in text]
+    assert "Instructor's comment:" not in alone and alone.count(auto[BLANK_FOR]) == 1
+    # each other answer shows its diagnostic once, unlabelled
+    shown = [text for text in footers(html) if "Automatic diagnostic:" in text]
+    assert shown == [both]
+    for name, text in auto.items():
+        assert sum(footer.count(text) for footer in footers(html)) == 1, name
+
+
+def test_comments_are_shown_as_nbgrader_would_when_one_is_missing():
+    assert shown_comment("CheckError: x", None) == shown_comment(None, "CheckError: x") == (
+        "```text\nCheckError: x\n```")
+    assert shown_comment("a", "a ") == "```text\na \n```"  # the same twice: once
+    assert shown_comment(None, " ") == shown_comment(None, None) == ""

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from nbgrader.api import MissingEntry
 
-from autograd_course.grading import gradebook, selfcheck, tasks
+from autograd_course.grading import gradebook, roster, selfcheck, tasks
 from autograd_course.grading.course import Course, Submission
 from autograd_course.grading.release import prepare
 from autograd_course.grading.tasks import Bundle, Outcome, Task
@@ -136,9 +136,16 @@ def grade_class(course: Course, submissions: list[Submission], *, jobs: int = 1,
                 on_wait: Callable[[], None] | None = None,
                 settings: dict | None = None) -> Summary:
     """Grade ``submissions`` (skipping the unchanged graded ones unless ``force``); merge
-    each into the course as it comes. ``on_done(outcome, done, total)`` after each merge."""
+    each into the course as it comes. ``on_done(outcome, done, total)`` after each merge.
+
+    The course's roster (:mod:`.roster`), when there is one, is read first (one that cannot be
+    read stops the run before anything is graded) and put into the gradebook, names and all.
+    """
+    class_roster = roster.load(course)
     summary = Summary()
     with gradebook.exclusive(course, on_wait):
+        if class_roster is not None:
+            roster.use(course, class_roster, [s.student for s in submissions])
         todo = []
         marks = {a: gradebook.graded(course, a) for a in {s.assignment for s in submissions}}
         for submission in submissions:

@@ -15,7 +15,8 @@ One class per module, as in nbgrader's own ``preprocessors`` package:
   (text, PNG and JPEG images; the student's markdown as text) in the autograded notebook that
   formgrader and the feedback show;
 - feedback (:mod:`.feedback`): :class:`HideHiddenTests` removes hidden-test code and
-  tracebacks from the feedback; :class:`ShowCommentsAsText` shows comments as text; its page
+  tracebacks from the feedback; :class:`ShowCommentsAsText` shows the automatic diagnostic
+  and the instructor's comment, both, as text; its page
   is written by :class:`FeedbackExporter` (:mod:`.exporter`), which compiles nbconvert's
   templates once per process.
 
