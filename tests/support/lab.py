@@ -1,17 +1,22 @@
 """A real JupyterLab server over a course, as `make lab` starts it (the environment's bin/ on
-PATH: formgrader runs `alembic` from there)."""
+PATH: formgrader runs `alembic` from there), its output in a file or, as from a terminal, on a
+pseudo-terminal; and a line typed into one of its terminals (:func:`terminal_says`)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
+import pty
+import re
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,10 +32,18 @@ class Lab:
 
     def get(self, path: str):
         """The JSON answer of ``path``, asked with the server's token."""
-        request = urllib.request.Request(f"{self.base}/{path}",
-                                         headers={"Authorization": f"token {TOKEN}"})
-        with urllib.request.urlopen(request, timeout=60) as response:
-            return json.loads(response.read())
+        return self.ask(path)
+
+    def ask(self, path: str, method: str = "GET", body: dict | None = None):
+        """The JSON answer of ``path`` to ``method`` with the JSON ``body`` (a token's request
+        needs no XSRF cookie)."""
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(f"{self.base}/{path}", data=data, method=method,
+                                         headers={"Authorization": f"token {TOKEN}",
+                                                  "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=120) as response:
+            answer = response.read()
+        return json.loads(answer) if answer else None
 
 
 def _free_port() -> int:
@@ -39,19 +52,56 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _copy(master: int, log: Path) -> None:
+    """Copy what the server writes on its pseudo-terminal into ``log``, until it is closed."""
+    with open(log, "wb") as output:
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: no process holds the terminal any more
+                return
+            if not chunk:
+                return
+            output.write(chunk)
+            output.flush()
+
+
 @contextlib.contextmanager
-def running_lab(course: Path, log: Path) -> Iterator[Lab]:
-    """JupyterLab at ``course``'s root until the block ends; its output goes to ``log``."""
+def _output(log: Path, tty: bool) -> Iterator[object]:
+    """The server's stdout: the file ``log``, or (``tty``) a pseudo-terminal whose output a
+    thread copies into ``log``, so that the server sees a terminal and never blocks on it."""
+    if not tty:
+        with open(log, "w") as output:
+            yield output
+        return
+    master, terminal = pty.openpty()
+    copier = threading.Thread(target=_copy, args=(master, log), daemon=True)
+    copier.start()
+    try:
+        yield terminal
+    finally:
+        os.close(terminal)
+        copier.join(timeout=10)
+        os.close(master)
+
+
+@contextlib.contextmanager
+def running_lab(course: Path, log: Path, *, tty: bool = False,
+                args: Sequence[str] = ()) -> Iterator[Lab]:
+    """JupyterLab at ``course``'s root until the block ends; its output goes to ``log``, through
+    a pseudo-terminal with ``tty`` (as when started in a terminal); ``args`` are more of its
+    command-line options."""
     port = _free_port()
     bin_dir = Path(sys.executable).parent
     env = dict(os.environ, PATH=os.pathsep.join([str(bin_dir), os.environ["PATH"]]))
     env.pop("AUTOGRAD_COURSE_EXCHANGE", None)
-    args = [str(bin_dir / "jupyter"), "lab", f"--ServerApp.root_dir={course}", f"--port={port}",
-            "--no-browser", f"--IdentityProvider.token={TOKEN}", "--ServerApp.port_retries=0"]
+    argv = [str(bin_dir / "jupyter"), "lab", f"--ServerApp.root_dir={course}", f"--port={port}",
+            "--no-browser", f"--IdentityProvider.token={TOKEN}", "--ServerApp.port_retries=0",
+            *args]
     if os.geteuid() == 0:
-        args.append("--allow-root")
-    with open(log, "w") as output:
-        server = subprocess.Popen(args, cwd=course, env=env, stdout=output,
+        argv.append("--allow-root")
+    with _output(log, tty) as output:
+        server = subprocess.Popen(argv, cwd=course, env=env, stdout=output,
                                   stderr=subprocess.STDOUT)
         lab = Lab(f"http://127.0.0.1:{port}", course)
         try:
@@ -71,3 +121,43 @@ def running_lab(course: Path, log: Path) -> Iterator[Lab]:
             except subprocess.TimeoutExpired:
                 server.kill()
                 server.wait(timeout=30)
+
+
+def terminal_says(lab: Lab, line: str, pattern: str, timeout: float = 30) -> tuple[str, str]:
+    """Open a terminal of ``lab`` (its REST API), type ``line`` into it over its websocket
+    (``terminals/websocket/NAME``),
+    and read what it prints until ``pattern`` (a regular expression) is found or ``timeout``
+    seconds pass; the terminal is closed after. Returns the first group of the match ("" if
+    none) and everything it printed."""
+    from tornado.httpclient import HTTPRequest
+    from tornado.websocket import websocket_connect
+
+    name = lab.ask("api/terminals", "POST", {})["name"]
+
+    async def talk() -> tuple[str, str]:
+        url = lab.base.replace("http", "ws", 1) + f"/terminals/websocket/{name}"
+        socket = await websocket_connect(HTTPRequest(
+            url, headers={"Authorization": f"token {TOKEN}"}))
+        printed, deadline = "", time.monotonic() + timeout
+        try:
+            await socket.write_message(json.dumps(["stdin", line + "\r"]))
+            while (left := deadline - time.monotonic()) > 0:
+                try:
+                    message = await asyncio.wait_for(socket.read_message(), left)
+                except TimeoutError:
+                    break
+                if message is None:  # the terminal closed
+                    break
+                kind, *content = json.loads(message)
+                if kind == "stdout":
+                    printed += "".join(content)
+                    if found := re.search(pattern, printed):
+                        return (found.group(1) if found.groups() else ""), printed
+            return "", printed
+        finally:
+            socket.close()
+
+    try:
+        return asyncio.run(talk())
+    finally:
+        lab.ask(f"api/terminals/{name}", "DELETE")
