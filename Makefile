@@ -17,7 +17,7 @@ PYTEST := $(BIN)/python -m pytest -n $(PYTEST_JOBS) --dist loadscope
 # waiting threads then spin: a question that grades in 2 s took over 60 s.
 test test-fast: export OMP_NUM_THREADS ?= 1
 
-.PHONY: lab test test-fast lint demo install debian-packages test-packages kernel clean-venv
+.PHONY: lab test test-fast lint demo install debian-packages test-packages hub-proxy kernel clean-venv
 
 install: $(STAMP)
 
@@ -31,6 +31,13 @@ $(STAMP): requirements.txt requirements-dev.txt constraints.txt pyproject.toml
 	@mkdir -p $(VENV)/etc/jupyter/jupyter_server_config.d
 	@echo '{"ServerApp": {"jpserver_extensions": {"autograd_course.grading.mathjax": true}}}' \
 	  > $(VENV)/etc/jupyter/jupyter_server_config.d/autograd_course.json
+	@# Its terminals start an interactive shell, never a login shell: a login shell's
+	@# /etc/profile resets PATH, and the terminal then lacks this environment's bin/
+	@# (autograd-course, nbgrader); jupyter_server_terminals starts one when stdout is no TTY.
+	@# (Only jpserver_extensions is read from jupyter_server_config.d/: this is a config file.)
+	@echo '{"ServerApp": {"terminado_settings": {"shell_command":' \
+	  '["/bin/sh", "-c", "exec \"$${SHELL:-/bin/sh}\" -i"]}}}' \
+	  > $(VENV)/etc/jupyter/jupyter_server_config.json
 	@touch $(STAMP)
 
 # Debian packages the course uses: Graphviz's `dot` draws the computation graphs; bubblewrap
@@ -79,14 +86,27 @@ lab: $(STAMP) debian-packages kernel
 	  --port=$(PORT) $(LAB_ARGS) \
 	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
-test: $(STAMP) test-packages
+# JupyterHub's proxy (configurable-http-proxy, pinned in deploy/package-lock.json), installed
+# into deploy/node_modules with the machine's npm: the Hub test (tests/test_hub.py) runs it.
+HUB_PROXY_STAMP := deploy/node_modules/.installed
+hub-proxy: $(HUB_PROXY_STAMP)
+
+$(HUB_PROXY_STAMP): deploy/package.json deploy/package-lock.json
+	@if command -v npm >/dev/null; then \
+	  npm ci --prefix deploy --no-audit --no-fund --loglevel=error && touch $@; \
+	else \
+	  echo "npm is missing: the Hub test needs JupyterHub's proxy (install Node.js and npm," \
+	    "then: make hub-proxy)"; \
+	fi
+
+test: $(STAMP) test-packages hub-proxy
 	$(BIN)/ruff check .
 	$(PYTEST) $(PYTEST_ARGS)
 
 # Everything but whole-class grading, the services and the lessons' re-execution.
 test-fast: $(STAMP) test-packages
 	$(BIN)/ruff check .
-	$(PYTEST) -m "not (class_grading or services or lesson_run)" $(PYTEST_ARGS)
+	$(PYTEST) -m "not (class_grading or services or lesson_run or hub or lab_check)" $(PYTEST_ARGS)
 
 # An instructor's dry run: a synthetic class graded end to end in a temporary course.
 demo: $(STAMP) debian-packages

@@ -143,3 +143,15 @@ def test_every_library_the_package_imports_is_declared(root):
     for module in sorted(third_party):
         owners = {d.lower().replace("_", "-") for d in distributions[module]}
         assert owners & names, f"{module} (from {owners}) is imported but not in pyproject.toml"
+
+
+def test_the_deployment_docs_show_the_hub_configuration_the_hub_test_runs(root):
+    """docs/deploy.md quotes every file of deploy/ whole, as it is: the shared settings that
+    tests/test_hub.py runs, the production spawner and the users' nbgrader settings."""
+    docs = (root / "docs" / "deploy.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", docs, flags=re.S)
+    for path in sorted((root / "deploy").glob("*.py")):
+        assert path.read_text() in blocks, f"docs/deploy.md does not show {path.name} as it is"
+    hub_test = (root / "tests" / "support" / "hub.py").read_text()
+    assert 'BASE_CONFIG = ROOT / "deploy" / "jupyterhub_config.py"' in hub_test
+    assert "load_subconfig({str(BASE_CONFIG)!r})" in hub_test
