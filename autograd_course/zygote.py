@@ -22,12 +22,14 @@ runs in a child, which before it runs anything of the notebook
    in its socket folder and a read-only copy of the submission's other files at the paths the
    grader uses (all under ``/tmp``), and so hides every other notebook's folder;
 4. forks the new PID namespace's PID 1 (:func:`_init`, as bubblewrap's own PID 1 in a cold
-   kernel), which mounts its own ``/proc``, forks the kernel, drops every capability and
-   reaps orphans until the kernel ends;
+   kernel), which mounts its own ``/proc``, forks the kernel, drops every capability, installs
+   the system-call filter and reaps orphans until the kernel ends;
 5. drops to the kernel's user (every capability, the bounding set included, and
-   ``no_new_privs``);
-6. sets its resource limits (address space, CPU seconds, file size, processes; the address
-   space a cold kernel gets, plus what priming torch added to the zygote's);
+   ``no_new_privs``), joins a session keyring of its own and installs the system-call filter
+   (:mod:`autograd_course.seccomp`; no mount or new namespace from here on), when the zygote
+   was started with ``--seccomp``;
+6. sets its resource limits (address space, CPU seconds, file size, descriptors, processes;
+   the address space a cold kernel gets, plus what priming torch added to the zygote's);
 7. reseeds Python's, NumPy's and torch's generators from ``os.urandom``;
 8. starts ipykernel's kernel (its zmq sockets are made now, after the fork).
 
@@ -47,6 +49,8 @@ import random
 import signal
 import sys
 import time
+
+from autograd_course import seccomp
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
@@ -144,28 +148,6 @@ def drop_bounding_set(keep: tuple[int, ...] = ()) -> None:
             _check(_libc.prctl(PR_CAPBSET_DROP, ctypes.c_ulong(cap), 0, 0, 0), "capbset")
 
 
-#: keyctl(2)'s system call number, by machine.
-SYS_KEYCTL = {"x86_64": 250, "aarch64": 219}
-KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_CLEAR = 1, 7
-KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -4, -5
-
-
-def fresh_keyrings(clear_user: bool) -> None:
-    """Give this process a new, empty session keyring (not the grader's, which it inherited)
-    and, with ``clear_user``, empty its user's keyrings (a kernel's user id comes round again,
-    and Linux keeps a user's keyrings between its processes: what an earlier kernel put there
-    must not reach a later one). Run by every grading kernel before the notebook
-    (``sandbox.kernel_options``); where keyctl is missing or refused there is nothing to
-    reach."""
-    number = SYS_KEYCTL.get(os.uname().machine)
-    if number is None:
-        return
-    _libc.syscall(number, KEYCTL_JOIN_SESSION_KEYRING, None)
-    if clear_user:
-        for keyring in (KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING):
-            _libc.syscall(number, KEYCTL_CLEAR, keyring)
-
-
 def status_fields(*names: str) -> dict[str, str]:
     """Fields of /proc/self/status (``CapEff``, ``NoNewPrivs``...)."""
     with open("/proc/self/status") as f:
@@ -222,8 +204,10 @@ def _assert_forkable() -> None:
 
 
 def main() -> None:
-    """Prime, then fork a child for each request on stdin until it closes."""
+    """Prime, then fork a child for each request on stdin until it closes. With
+    ``--seccomp``, every child installs the system-call filter (and fails without it)."""
     started = time.perf_counter()
+    filtered = "--seccomp" in sys.argv[1:]
     root = os.geteuid() == 0
     if root:
         drop_bounding_set(KEPT)
@@ -236,12 +220,12 @@ def main() -> None:
     _assert_forkable()
     requests, replies = sys.stdin.buffer, sys.stdout
     _reply(replies, ready=True, seconds=round(time.perf_counter() - started, 3),
-           threads=_tasks(), root=root, primed_mb=round(primed / 2**20))
+           threads=_tasks(), root=root, primed_mb=round(primed / 2**20), seccomp=filtered)
     for line in requests:
         try:
             request = json.loads(line)
             _assert_forkable()
-            pid = _spawn(request, primed)
+            pid = _spawn(dict(request, seccomp=filtered), primed)
             _reply(replies, pid=pid)
         except Exception as exc:  # noqa: BLE001 - the grader hears why, and goes on
             _reply(replies, error=f"{type(exc).__name__}: {exc}")
@@ -341,6 +325,8 @@ def _init(request: dict) -> int:
     prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
     set_capabilities(())
     prctl(PR_SET_NO_NEW_PRIVS, 1)
+    if request.get("seccomp"):
+        seccomp.install()
     return _wait_for(kernel)
 
 
@@ -421,13 +407,17 @@ def _kernel(request: dict) -> None:
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # a change of user cleared it
     if status_fields("CapEff")["CapEff"].strip("0"):
         raise RuntimeError("capabilities left after the drop")
+    seccomp.fresh_session_keyring()  # not the grader's; the kernel's user owns no key
+    if request.get("seccomp"):
+        seccomp.install()  # from here on, everything the kernel runs or forks is filtered
     limits = request["limits"]
     # the address space a cold kernel would have, plus what priming added (the notebook's
     # room is a cold kernel's)
     address_space = limits["memory_mb"] * 2**20 + request["primed"]
     for which, value in ((resource.RLIMIT_AS, address_space),
                          (resource.RLIMIT_CPU, limits["cpu_seconds"]),
-                         (resource.RLIMIT_FSIZE, limits["file_mb"] * 2**20)):
+                         (resource.RLIMIT_FSIZE, limits["file_mb"] * 2**20),
+                         (resource.RLIMIT_NOFILE, limits.get("files", 256))):
         resource.setrlimit(which, (value, value))
     if uid is not None:  # counted per user: only where the kernel has a user of its own
         resource.setrlimit(resource.RLIMIT_NPROC, (limits["processes"], limits["processes"]))
