@@ -133,14 +133,16 @@ def cmd_grade(args) -> int:
 
 def summarise(outcomes, records) -> None:
     """Print the failed, flagged, unsandboxed and troubled submissions of this run."""
+    from autograd_course.grading import cgroups, sandbox
     from autograd_course.grading.preprocessors import NOT_SANDBOXED
 
     failed = [o for o in outcomes if not o.ok]
     flagged = [r for r in records if r.flags]
     not_graded = {(o.submission.student, o.submission.assignment) for o in failed}
 
-    def problems(rec):
-        return [note for note in rec.notes if note != NOT_SANDBOXED]
+    def problems(rec):  # the machine's, said once below, are not the notebook's
+        return [note for note in rec.notes
+                if note not in (NOT_SANDBOXED, sandbox.SECCOMP_OFF, cgroups.NO_CGROUP)]
 
     troubled = [r for r in records if (r.failure or problems(r)) and not r.flags
                 and (r.student, r.assignment) not in not_graded]
@@ -151,6 +153,13 @@ def summarise(outcomes, records) -> None:
     if unsandboxed:
         print(f"  NOT SANDBOXED: {len(unsandboxed)} notebooks were graded without bubblewrap, "
               "with the grader's file rights (install bubblewrap, or use --require-sandbox)")
+    if unfiltered := sum(sandbox.SECCOMP_OFF in r.notes for r in records):
+        print(f"  SECCOMP OFF: {unfiltered} notebooks were graded without the kernel's "
+              "system-call filter (Linux on x86_64 with seccomp has it)")
+    if uncounted := sum(cgroups.NO_CGROUP in r.notes for r in records):
+        print(f"  NO CGROUP: {uncounted} notebooks were graded without a cgroup per kernel: "
+              "memory Linux held for a kernel was not counted (grade as root where cgroup "
+              "v2, or v1's memory and pids hierarchies, are writable)")
     for outcome in failed:
         last = (outcome.error.strip().splitlines() or ["unknown error"])[-1]
         print(f"  FAILED  {outcome.submission.student}/{outcome.submission.assignment}: "
@@ -212,12 +221,19 @@ def cmd_check(args) -> int:
     notebooks = notebooks_of(args.notebooks)
     root = Course.load(args.course).root
     warm.plan(len(notebooks))  # warm kernels from the second notebook on; none for one
+    failed = 0
     for name, notebook in zip(args.notebooks, notebooks, strict=True):
         student, origin = selfcheck.student_and_origin(notebook, args.student)
         print(safe(shown_path(name)))
         print(f"  student id: {safe(student)} "
               f"({STUDENT_ORIGIN[origin].format(student=safe(student))})", flush=True)
-        records = check_notebook(root, notebook.resolve(), args.student)
+        try:  # one notebook's failure is its own: the next one is checked
+            records = check_notebook(root, notebook.resolve(), args.student)
+        except CourseError as exc:
+            failed += 1
+            print(f"  FAILED {safe(str(exc))}", flush=True)
+            print(f"autograd-course check: {safe(str(exc))}", file=sys.stderr)
+            continue
         for rec in records:
             if rec.notebook != notebook.stem:
                 print(f"  {safe(rec.notebook)}.ipynb:")
@@ -232,7 +248,7 @@ def cmd_check(args) -> int:
             for line in rec.notes + ([rec.failure] if rec.failure else []) + rec.flags:
                 print(f"  note: {safe(line)}")
             print(f"  total: {rec.score:g}/{rec.max_score:g}")
-    return 0
+    return 2 if failed else 0
 
 
 def cmd_validate(args) -> int:

@@ -20,6 +20,7 @@ import pytest
 from traitlets.config import Config
 
 import autograd_course
+from autograd_course import seccomp
 from autograd_course.grading import sandbox, warm
 from autograd_course.grading.preprocessors import NOT_SANDBOXED, JudgedExecute
 
@@ -81,6 +82,28 @@ def grader_key():  # the key the grader's test put in its session keyring, if it
     libc = ctypes.CDLL(None, use_errno=True)
     # keyctl(KEYCTL_SEARCH, KEY_SPEC_SESSION_KEYRING, "user", name, 0) (x86_64)
     return libc.syscall(250, 10, -3, b"user", b"autograd-course-probe", 0) != -1
+def syscalls():  # each call the filter refuses, by number, with zero arguments: its errno
+    import ctypes, errno, subprocess
+    libc = ctypes.CDLL(None, use_errno=True)
+    if "Seccomp:\t2" not in open("/proc/self/status").read():
+        return "unfiltered"  # (clone with CLONE_NEWUSER would fork this kernel)
+    def call(nr, *args):
+        args = [ctypes.c_char_p(a) if isinstance(a, bytes) else ctypes.c_long(a) for a in args]
+        ctypes.set_errno(0)
+        done = libc.syscall(nr, *(args or [ctypes.c_long(0)] * 5))
+        return errno.errorcode.get(ctypes.get_errno(), "?") if done == -1 else "done"
+    found = {name: call(nr) for name, nr in REFUSED.items()}
+    found["clone3"] = call(435, 0, 0)
+    for flag, name in ((0x10000000, "newuser"), (0x00020000, "newns"), (0x40000000, "newnet")):
+        found[f"clone_{name}"] = call(56, flag | 17, 0, 0, 0, 0)
+    for ring in (-4, -3, -5):  # a key in the user, session and user-session keyrings
+        found[f"add_key {ring}"] = call(248, b"user", b"planted", b"x", 1, ring)
+    found["persistent"] = call(250, 22, -1, -3)  # KEYCTL_GET_PERSISTENT
+    # a nested user namespace, and a mount in it, by a program the sandbox has
+    found["nested"] = subprocess.run(["unshare", "--user", "--map-root-user", "--mount",
+                                      "mount", "-t", "tmpfs", "x", "/tmp"],
+                                     capture_output=True, text=True).stderr.strip()
+    return found
 def connect(port, host="127.0.0.1"):
     socket.create_connection((host, port), timeout=2).close()
     return "connected"
@@ -119,6 +142,7 @@ if HOSTILE:  # only where the sandbox holds: unsandboxed, these would really do 
     "package_listing": attempt(lambda: sorted(os.listdir(PACKAGE))),
     "reserved_host_disk": reserve_host_disk(),
     "grader_key": grader_key(),
+    "syscalls": syscalls(),
   })
 print(json.dumps(report))
 '''
@@ -139,7 +163,8 @@ def _probe_notebook(course: Path, grader_tmp: Path, port: int, hostile: bool, un
     constants = (f"PACKAGE = {str(Path(autograd_course.__file__).parent)!r}\n"
                  f"KERNEL_SIDE = {KERNEL_MODULES!r}\nGRADER_SIDE = {GRADER_MODULES!r}\n"
                  f"COURSE = {str(course)!r}\nGRADER_TMP = {str(grader_tmp)!r}\nPORT = {port}\n"
-                 f"HOSTILE = {hostile}\nUNLISTED = {str(unlisted)!r}\n")
+                 f"HOSTILE = {hostile}\nUNLISTED = {str(unlisted)!r}\n"
+                 f"REFUSED = { {n: nr for n, (nr, _) in seccomp.REFUSED.items()}!r}\n")
     memory = ("try:\n    hog = bytearray(3 * 2**30)\n    print('allocated')\n"
               "except MemoryError:\n    print('MemoryError')")
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(constants + PROBE),
@@ -265,6 +290,21 @@ def test_the_kernels_folders_have_sizes_and_its_processes_a_limit(sandboxed):
 def test_the_kernel_has_a_keyring_of_its_own(sandboxed):
     report, _, _ = sandboxed  # a key of the grader's session keyring is out of its reach
     assert report["grader_key"] is False
+
+
+def test_the_kernel_runs_under_the_system_call_filter(sandboxed):
+    """Cold and warm: every call of the table fails with EPERM (an OSError, not a kill), so do
+    keys in every keyring and a nested user namespace; clone3 answers ENOSYS."""
+    report, _, state = sandboxed
+    found = report["syscalls"]
+    assert found != "unfiltered" and sandbox.SECCOMP_OFF not in state["notes"]
+    assert {name: found[name] for name in seccomp.REFUSED} == dict.fromkeys(seccomp.REFUSED,
+                                                                          "EPERM")
+    assert found["clone3"] == "ENOSYS"
+    assert found["clone_newuser"] == found["clone_newns"] == found["clone_newnet"] == "EPERM"
+    assert [found[f"add_key {ring}"] for ring in (-4, -3, -5)] == ["EPERM"] * 3
+    assert found["persistent"] == "EPERM"
+    assert "Operation not permitted" in found["nested"], found["nested"]
 
 
 def test_the_kernel_writes_only_its_own_folders(sandboxed, tmp_path):

@@ -32,7 +32,7 @@ from jupyter_core.utils import run_sync
 from nbgrader.preprocessors import Execute
 from traitlets import Any, Integer, Type
 
-from autograd_course.grading import sandbox, warm
+from autograd_course.grading import cgroups, sandbox, warm
 from autograd_course.memory import tree_memory_bytes
 
 GRADING_KERNEL = "autograd-course-grading"
@@ -176,6 +176,27 @@ class GradingKernelManager(AsyncKernelManager):
             os.chown(self.connection_file, self.owner, self.owner)
 
 
+NO_CGROUP = cgroups.NO_CGROUP
+_said: set[str] = set()  # why kernels have no cgroup, once each per process
+
+
+def _cgroup_limits(plan: KernelPlan, executor) -> tuple[int, int, float]:
+    """The cgroup limits of ``plan``'s kernel: memory bytes, tasks, cores. The tasks are
+    the kernel's process limit, which the cgroup counts with the sandbox's own two or three
+    processes. Without ``plan.limits``: a warm request's, or the executor's settings."""
+    limits = plan.limits
+    if limits is None and plan.warm is not None:
+        given = plan.warm[1]["limits"]
+        limits = sandbox.Limits(**{k: v for k, v in given.items()
+                                   if k in sandbox.Limits.__dataclass_fields__})
+    if limits is None:
+        disk = getattr(executor, "disk_mb", sandbox.Limits.work_mb)
+        limits = sandbox.Limits(memory_mb=plan.memory_limit_mb, work_mb=disk, tmp_mb=disk,
+                                processes=getattr(executor, "max_processes",
+                                                  sandbox.Limits.processes))
+    return limits.cgroup_bytes(), limits.processes, limits.cpus
+
+
 class OneKernelSpec(KernelSpecManager):
     """Knows one kernel spec, the grading kernel's, whatever the notebook names."""
 
@@ -199,8 +220,10 @@ def _folder_bytes(folder: Path) -> int:
 
 @dataclass
 class Watchdog:
-    """Kills a kernel (and every process it started) whose memory, all its processes
-    together, passes ``limit_mb``; or that is still running at ``deadline``
+    """Kills a kernel (and every process it started) whose memory passes ``limit_mb``: where
+    it has a ``cgroup`` (:mod:`.cgroups`), when Linux's out-of-memory killer ended one of its
+    processes at the cgroup's limit (the memory Linux holds for it counted); elsewhere, when
+    its processes' memory together passes ``limit_mb``; or that is still running at ``deadline``
     (``(time.monotonic() value, reason)``); or that fills its socket folder (``sockets``), the
     one folder of the host it can write (where the grader is not root); or that makes the
     grading process itself grow by more than ``grader_mb`` since the kernel started, which a
@@ -211,8 +234,25 @@ class Watchdog:
     deadline: tuple[float, str] | None = None
     sockets: Path | None = None
     grader_mb: int = 1024
-    killed: str | None = None
+    cgroup: cgroups.KernelCgroup | None = None
+    _killed: str | None = None
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    @property
+    def killed(self) -> str | None:
+        """Why the kernel was stopped, or None. Read when the kernel is found dead: a kill
+        by Linux's out-of-memory killer is seen here even before the next poll."""
+        if self._killed is None and self._out_of_memory():
+            self._killed = self._memory_reason()
+        return self._killed
+
+    def _memory_reason(self) -> str:
+        return f"the kernel used more than {self.limit_mb} MiB"
+
+    def _out_of_memory(self) -> bool:
+        with contextlib.suppress(OSError, ValueError):
+            return self.cgroup is not None and self.cgroup.oom_kills() > 0
+        return False
 
     def watch(self, pid: int) -> None:
         """Start watching the process ``pid`` and its children, in a daemon thread."""
@@ -232,8 +272,10 @@ class Watchdog:
         given is kept as :attr:`killed`)."""
         import psutil
 
-        if self.killed is None:
-            self.killed = reason
+        if self._killed is None:
+            self._killed = reason
+        if self.cgroup is not None:
+            self.cgroup.kill()
         try:
             process = psutil.Process(self._pid)
             for child in process.children(recursive=True):
@@ -244,12 +286,16 @@ class Watchdog:
 
     def _why(self, process, tick: int) -> str | None:
         limit = self.limit_mb * 2**20
-        # The resident sizes, cheap to read, bound that memory from above (they count
-        # shared pages too, once per process): only past the limit is smaps_rollup read.
-        resident = process.memory_info().rss + sum(
-            c.memory_info().rss for c in process.children(recursive=True))
-        if resident > limit and tree_memory_bytes(process.pid) > limit:
-            return f"the kernel used more than {self.limit_mb} MiB"
+        if self.cgroup is not None:
+            if self._out_of_memory():
+                return self._memory_reason()
+        else:
+            # The resident sizes, cheap to read, bound that memory from above (they count
+            # shared pages too, once per process): only past the limit is smaps_rollup read.
+            resident = process.memory_info().rss + sum(
+                c.memory_info().rss for c in process.children(recursive=True))
+            if resident > limit and tree_memory_bytes(process.pid) > limit:
+                return self._memory_reason()
         if self.deadline is not None and time.monotonic() > self.deadline[0]:
             return self.deadline[1]
         if self._grader.memory_info().rss - self._grader_start > self.grader_mb * 2**20:
@@ -329,26 +375,59 @@ class KernelPlan:
     log: object = None
     #: Fork the kernel from this zygote with this request (:mod:`.warm`), not from argv.
     warm: tuple | None = None
+    #: The kernel's limits (for its cgroup); None: ``memory_limit_mb`` and the defaults.
+    limits: sandbox.Limits | None = None
 
 
 class SandboxedExecute(Execute):
     """nbgrader's Execute, with a kernel started from the command line of a :class:`KernelPlan`.
 
     Call :meth:`use_kernel` before ``preprocess``; after it, call :meth:`release_kernel`.
+    Each kernel gets a cgroup of its own where the machine has one (:mod:`.cgroups`); where
+    it has none, the notebook's notes say so (:data:`NO_CGROUP`).
     """
 
     def use_kernel(self, plan: KernelPlan) -> None:
-        """Start the next notebook's kernel as ``plan`` says."""
+        """Start the next notebook's kernel as ``plan`` says, in a cgroup of its own."""
         self._plan = plan
         self.kernel_started = False
         self.cell_timed_out: float | None = None
-        self.watchdog = Watchdog(plan.memory_limit_mb, sockets=plan.folders.ipc)
+        self.cgroup, why = cgroups.create(*_cgroup_limits(plan, self))
+        #: what the kernel's cgroup saw, read before it was removed (see release_kernel)
+        self.cgroup_report: dict | None = None
+        if self.cgroup is None and why not in _said:
+            _said.add(why)
+            self.log.warning("no cgroup per grading kernel (%s): kernels are bounded by "
+                             "rlimits only", why)
+        if self.cgroup is not None and plan.warm is None:
+            plan.argv = [*sandbox.enter_cgroup(self.cgroup.procs_files()), *plan.argv]
+        self.watchdog = Watchdog(plan.memory_limit_mb, sockets=plan.folders.ipc,
+                                 cgroup=self.cgroup)
 
     def release_kernel(self) -> None:
-        """Stop watching the kernel and close its log."""
+        """Stop watching the kernel, remove its cgroup (anything left in it killed) and
+        close its log."""
         self.watchdog.stop()
+        if self.cgroup is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self.cgroup_report = {
+                    "folders": {k: str(v) for k, v in self.cgroup.folders.items()},
+                    "limit": self.cgroup.limit, "peak": self.cgroup.peak_bytes(),
+                    "oom_kills": self.cgroup.oom_kills(),
+                    "pids_refused": self.cgroup.pids_refused()}
+            self.cgroup.remove()
         if self._plan.log is not None:
             self._plan.log.close()
+
+    def preprocess(self, nb, resources, *args, **kwargs):
+        try:
+            return super().preprocess(nb, resources, *args, **kwargs)
+        finally:
+            if getattr(self, "cgroup", True) is None:
+                from .preprocessors.cells import notes
+
+                if NO_CGROUP not in notes(resources):
+                    notes(resources).append(NO_CGROUP)
 
     def kernel_pid(self) -> int | None:
         """The process id of the kernel's command (bubblewrap's, when sandboxed; the forked
@@ -379,6 +458,7 @@ class SandboxedExecute(Execute):
             self.km.provisioner = warm.WarmProvisioner(
                 kernel_id=str(uuid.uuid4()), kernel_spec=spec, parent=self.km)
             self.km.provisioner.zygote, self.km.provisioner.request = plan.warm
+            self.km.provisioner.cgroup = self.cgroup
         self.km.session.on_refused = self.watchdog.kill  # a message refused stops the kernel
         return self.km
 

@@ -20,6 +20,11 @@ an **allowlist** (:func:`allowlist`): nothing of the host is there unless it is 
   with the submission) and ``/dev/shm``; the folder of its sockets, which the grader locks
   once the kernel is up (:func:`lock_sockets`). Everything else, ``/`` and ``/dev``
   included, is read-only;
+- a system-call filter (:mod:`autograd_course.seccomp`, cold and warm, sandboxed or not):
+  keyrings, ptrace, bpf, perf, io_uring, mounts and new namespaces are refused with
+  ``EPERM``; where it cannot be had (:func:`seccomp_on`), every grade record says so
+  (:data:`SECCOMP_OFF`). A kernel's user is never lent while Linux holds a key of it
+  (:func:`kernel_user`);
 - the kernel starts with ``python -P`` (:func:`kernel_python`): no file of the submission is
   imported before the kernel is up and watched;
 - no network (``--unshare-net``): it talks to the grader over IPC sockets; its own PID, IPC
@@ -27,8 +32,12 @@ an **allowlist** (:func:`allowlist`): nothing of the host is there unless it is 
 - when the grader runs as root, a user of its own (a uid from :data:`KERNEL_UIDS`, one per
   running kernel, :func:`kernel_user`) with no capabilities and ``no_new_privs``; otherwise
   the grader's user in a user namespace without capabilities;
-- limits from ``prlimit``: address space, CPU seconds, file size and processes. The process
-  limit counts per user: with a uid per kernel it holds per kernel.
+- limits from ``prlimit``: address space, CPU seconds, file size, open descriptors
+  (:attr:`Limits.files`) and processes. The process limit counts per user: with a uid per
+  kernel it holds per kernel;
+- a cgroup of its own where the machine has one (:mod:`.cgroups`: memory Linux holds for
+  the kernel counted, processes and CPU bounded), entered before bubblewrap starts
+  (:func:`enter_cgroup`).
 
 Where bubblewrap is missing or cannot start (macOS, a container without user namespaces),
 the kernel runs unsandboxed with the same environment and limits, and every grade record
@@ -59,7 +68,8 @@ import autograd_course
 NOBODY = 65534
 #: What of this package a grading kernel sees: everything else in it is the grader's.
 KERNEL_SIDE = ("__init__.py", "agent.py", "wire.py", "checks.py", "answer_forms.py", "hints",
-               "lessons.py", "graphs.py", "plots.py", "memory.py", "streams.py", "zygote.py")
+               "lessons.py", "graphs.py", "plots.py", "memory.py", "streams.py", "zygote.py",
+               "seccomp.py")
 PACKAGE = Path(autograd_course.__file__).resolve().parent
 #: The system's programs and libraries, read-only (a link, as in merged-/usr systems, is made
 #: as the same link).
@@ -96,6 +106,16 @@ class Limits:
     tmp_mb: int = 128
     work_mb: int = 128
     processes: int = 256
+    #: Open descriptors (``RLIMIT_NOFILE``): a kernel that ran lessons 06 to 10 (torch,
+    #: matplotlib, Graphviz) held at most 72; each descriptor can hold a socket's buffers.
+    files: int = 256
+    #: Cores of CPU time (the cgroup's CPU limit, where there is one).
+    cpus: float = 1.0
+
+    def cgroup_bytes(self) -> int:
+        """The kernel's cgroup memory limit: its memory and its file systems in memory
+        (working folder, ``/tmp``, ``/dev/shm``), whose files the cgroup counts too."""
+        return (self.memory_mb + self.work_mb + self.tmp_mb + SHM_MB) * 2**20
 
 
 @dataclass(frozen=True)
@@ -217,10 +237,20 @@ def _limits_prefix(limits: Limits, *, processes: bool) -> list[str]:
     if prlimit is None:
         return []
     argv = [prlimit, f"--as={limits.memory_mb * 2**20}", f"--cpu={limits.cpu_seconds}",
-            f"--fsize={limits.file_mb * 2**20}"]
+            f"--fsize={limits.file_mb * 2**20}", f"--nofile={limits.files}"]
     if processes:  # counted per user: only where the kernel has a user of its own
         argv.append(f"--nproc={limits.processes}")
     return [*argv, "--"]
+
+
+def enter_cgroup(procs: Sequence[Path]) -> list[str]:
+    """The start of a command line that runs the rest in a cgroup: a shell (run by the
+    grader, before any sandbox) writes its own pid into each ``cgroup.procs`` file, then
+    execs the rest, so that every process of the kernel starts inside. It stops with status
+    125 if a write fails."""
+    script = ('while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; '
+              'exec "$@"')
+    return ["/bin/sh", "-c", script, "enter-cgroup", *map(str, procs), "--"]
 
 
 def _die_with_parent() -> list[str]:
@@ -259,11 +289,9 @@ def kernel_python() -> list[str]:
 #: ipykernel's options of a grading kernel (see :func:`kernel_python`).
 def kernel_options() -> tuple[str, ...]:
     """ipykernel's options of every grading kernel: before the notebook, the working folder on
-    the import path and fresh keyrings (:func:`autograd_course.zygote.fresh_keyrings`; the
-    user's own emptied as root, where each kernel has a user of the pool); outputs in
-    chunks."""
-    start = ("__import__('sys').path.insert(0, ''); __import__('autograd_course.zygote')"
-             f".zygote.fresh_keyrings(clear_user={os.geteuid() == 0})")
+    the import path; outputs in chunks. (Its own session keyring it joined before the
+    system-call filter: :func:`seccomp_launcher`, :mod:`autograd_course.zygote`.)"""
+    start = "__import__('sys').path.insert(0, '')"
     return (f"--IPKernelApp.exec_lines={start}",
             "--IPKernelApp.outstream_class=autograd_course.streams.ChunkedOutStream")
 
@@ -284,7 +312,7 @@ def kernel_command(folders: Folders, limits: Limits, *, private: Sequence[Path] 
     it is sandboxed. Raises :class:`SandboxUnavailable` when ``require`` and no bubblewrap
     works.
     """
-    python = kernel_python()
+    python = [*seccomp_launcher(), *kernel_python()]
     bwrap = bubblewrap() if use_sandbox else None
     if bwrap is None:
         if require:
@@ -322,6 +350,30 @@ def kernel_command(folders: Folders, limits: Limits, *, private: Sequence[Path] 
             *python], True
 
 
+SECCOMP_OFF = ("seccomp off: the student's kernel ran without the system-call filter "
+               "(keyrings, ptrace, bpf, mount and new namespaces were not refused)")
+
+
+@functools.cache
+def seccomp_on() -> bool:
+    """Whether grading kernels run under the system-call filter here: a process installs it
+    and checks that it refuses keyctl (``python -m autograd_course.seccomp --probe``)."""
+    try:
+        done = subprocess.run([sys.executable, "-P", "-m", "autograd_course.seccomp",
+                               "--probe"], capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+def seccomp_launcher() -> list[str]:
+    """The start of a cold kernel's command line: a small Python that joins a session keyring
+    of its own, installs the filter (where :func:`seccomp_on`; it stops if that fails) and
+    execs the rest, ipykernel, under it."""
+    return [sys.executable, "-P", "-m", "autograd_course.seccomp",
+            *(["--filter"] if seccomp_on() else []), "--"]
+
+
 #: The environment variables that size thread pools: one thread in a zygote, which must fork.
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -349,7 +401,8 @@ def zygote_command(spool: Path, *, private: Sequence[Path] = ()) -> list[str] | 
     argv += [*_sealed(), "--chdir", "/", *_setenv(env)]
     if os.geteuid() != 0:
         argv += ["--unshare-user", "--cap-drop", "ALL"]
-    return [*argv, sys.executable, "-P", "-m", "autograd_course.zygote"]
+    return [*argv, sys.executable, "-P", "-m", "autograd_course.zygote",
+            *(["--seccomp"] if seccomp_on() else [])]
 
 
 def _setenv(env: dict[str, str]) -> list[str]:
@@ -502,6 +555,9 @@ def kernel_user() -> Iterator[int | None]:
         except BlockingIOError:
             handle.close()
             continue
+        if holds_keys(uid):  # an earlier kernel's keys live: not lent while they do
+            handle.close()
+            continue
         try:
             _reap(uid)  # a grader killed before it could reap
             yield uid
@@ -510,6 +566,23 @@ def kernel_user() -> Iterator[int | None]:
             handle.close()
         return
     raise RuntimeError(f"all {len(KERNEL_UIDS)} kernel users are taken")
+
+
+def holds_keys(uid: int) -> bool:
+    """Whether Linux holds a key that ``uid`` owns (``/proc/key-users``; none where Linux has
+    no keys). A user's keyrings outlive its processes, and one whose owner took away its own
+    write permission cannot be emptied by that user again: a uid that owns any key is not
+    lent (with the filter on, a kernel owns none but its session keyring, gone with it)."""
+    try:
+        with open("/proc/key-users") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return False
+    for line in lines:
+        owner, _, counts = line.partition(":")
+        if owner.strip() == str(uid):
+            return int(counts.split()[1].split("/")[0]) > 0  # usage, then nkeys/ninstantiated
+    return False
 
 
 def _processes_of(uid: int) -> list[int]:

@@ -213,15 +213,26 @@ class ForkedKernel:
 class WarmProvisioner(LocalProvisioner):
     """jupyter_client's provisioner of a kernel forked by a :class:`Zygote`: the connection
     file is written as for any kernel, and the kernel is asked of the zygote instead of
-    started as a command."""
+    started as a command. With a ``cgroup`` (:mod:`.cgroups`), the forked tree (the child,
+    its PID 1 and the kernel, still starting) is moved into it before this returns, so
+    before the grader sends the kernel any of the notebook's code; a tree that cannot be
+    moved is killed, and the kernel fails to start."""
 
     zygote: Zygote | None = None
     request: dict | None = None
+    cgroup = None
 
     async def launch_kernel(self, cmd: list[str], **kwargs):
         km = self.parent
         self.request = dict(self.request, connection_file=km.connection_file)
         self.process = self.zygote.spawn(self.request)
+        if self.cgroup is not None:
+            try:
+                self.cgroup.adopt(self.process.pid)
+            except OSError as exc:
+                self.process.kill()
+                raise ZygoteError(f"the forked kernel could not enter its cgroup: {exc}"
+                                  ) from None
         self.pid, self.pgid = self.process.pid, None
         self.cwd = self.request["work"]
         return self.connection_info
