@@ -30,6 +30,13 @@ The kernel can lie in a record; a lie only changes its own answer, which the jud
 checks against values it computes itself. :func:`decode` accepts nothing else: a malformed
 record raises :class:`ReplyError`.
 
+Decoding is a pure function of the data. It never imports, never calls a class or function
+that a record names, and looks a name up only in the judge's fixed tables
+(:data:`TENSOR_DTYPES`, :data:`NUMPY_DTYPES`); every other name a record carries (a type, a
+function's or module's name, an exception's type, a ``grad_fn``) stays a string, and a
+``handle`` record is passed, its fields checked, to the judge's ``wrap``, which obeys the same
+rule.
+
 Decoding costs time linear in the reply, whatever the kernel sends: a reply has at most
 :data:`MAX_NODES` records nested at most :data:`MAX_DEPTH` deep; the only keys the judge
 hashes are the strings of dict keys (Python hashes strings with a secret per process, so no
@@ -54,8 +61,12 @@ TENSOR_DTYPES: dict[str, torch.dtype] = {
                   torch.complex128, torch.int8, torch.int16, torch.int32, torch.int64,
                   torch.uint8, torch.bool)
 }
-NUMPY_DTYPES = {"float16", "float32", "float64", "complex64", "complex128", "int8", "int16",
-                "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool"}
+NUMPY_DTYPES: dict[str, np.dtype] = {
+    name: np.dtype(name)
+    for name in ("float16", "float32", "float64", "complex64", "complex128", "int8", "int16",
+                 "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool")
+}
+MAX_NAME = 200  # characters of a name a record carries (a type's, a function's, a module's)
 MAX_DEPTH = 32
 MAX_NODES = 200_000  # records in one reply: a list of a million Nones is not an answer
 MAX_HANDLE = 2**53  # handles are counters; distinct integers below this never share a hash
@@ -202,6 +213,17 @@ def _raw(record: dict, size: int) -> bytes:
     return raw
 
 
+def _name(record: dict, key: str) -> str:
+    """A name a record carries (a type's, a function's): a string, kept as one, never looked
+    up; cut to :data:`MAX_NAME` characters."""
+    return str(_field(record, key, str))[:MAX_NAME]
+
+
+def _shown(text: str) -> str:
+    """A name the kernel sent, as an error message quotes it: short and printable."""
+    return ascii(text[:40])
+
+
 def _float(text) -> float:
     if not isinstance(text, str) or len(text) > 40:
         raise ReplyError("a bad float")
@@ -274,7 +296,7 @@ class Decoder:
         if kind == "str":
             return str(_field(record, "v", str))
         if kind == "exception":
-            return RemoteException(_field(record, "type", str)[:200],
+            return RemoteException(_field(record, "type", str)[:MAX_NAME],
                                    _field(record, "message", str)[:2000])
         return _NOT_SIMPLE
 
@@ -282,11 +304,11 @@ class Decoder:
         if kind == "tensor":
             return self._tensor(record, handle, depth)
         if kind in ("ndarray", "npscalar"):
-            dtype = _field(record, "dtype", str)
-            if dtype not in NUMPY_DTYPES:
-                raise ReplyError(f"an array of unknown dtype {dtype!r}")
+            dtype = NUMPY_DTYPES.get(_field(record, "dtype", str))
+            if dtype is None:
+                raise ReplyError(f"an array of unknown dtype {_shown(record['dtype'])}")
             shape = _shape(record) if kind == "ndarray" else []
-            size = math.prod(shape) * np.dtype(dtype).itemsize
+            size = math.prod(shape) * dtype.itemsize
             array = np.frombuffer(_raw(record, size), dtype=dtype).reshape(shape).copy()
             return array if kind == "ndarray" else array[()]
         if kind in ("list", "tuple"):
@@ -303,15 +325,15 @@ class Decoder:
                 result[self.decode(pair[0], depth + 1)] = self.decode(pair[1], depth + 1)
             return result
         if kind == "handle":
-            _field(record, "type", str)
-            _field(record, "callable", bool)
-            return self.wrap(record, handle)
-        raise ReplyError(f"an unsupported answer type ('{kind}')")
+            checked = {"type": _name(record, "type"), "callable": _field(record, "callable", bool),
+                       "name": _name(record, "name") if "name" in record else ""}
+            return self.wrap(checked, handle)
+        raise ReplyError(f"an unsupported answer type ({_shown(kind)})")
 
     def _tensor(self, record: dict, handle: int, depth: int) -> torch.Tensor:
         dtype = TENSOR_DTYPES.get(_field(record, "dtype", str))
         if dtype is None:
-            raise ReplyError(f"a tensor of unknown dtype {record['dtype']!r}")
+            raise ReplyError(f"a tensor of unknown dtype {_shown(record['dtype'])}")
         shape = _shape(record)
         itemsize = torch.empty((), dtype=dtype).element_size()
         raw = _raw(record, math.prod(shape) * itemsize)
@@ -325,7 +347,7 @@ class Decoder:
         if grad is not None and not isinstance(grad, torch.Tensor):
             raise ReplyError("a tensor whose .grad is not a tensor")
         grad_fn = record.get("grad_fn")
-        if grad_fn is not None and (not isinstance(grad_fn, str) or len(grad_fn) > 200):
+        if grad_fn is not None and (not isinstance(grad_fn, str) or len(grad_fn) > MAX_NAME):
             raise ReplyError("a bad grad_fn name")
         values.remote = TensorFacts(
             requires_grad=_field(record, "requires_grad", bool),

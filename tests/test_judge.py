@@ -6,13 +6,15 @@ kernel, without the process boundary); test_grading.py grades through real kerne
 
 from __future__ import annotations
 
+import types
+
 import pytest
 import torch
 from support.inprocess import run_judged
 
 from autograd_course import checks
 from autograd_course.grading.judge import AuthoringError, InProcessLink, Session
-from autograd_course.wire import RemoteFunction, facts
+from autograd_course.wire import Handle, RemoteFunction, facts
 
 IMPORTS = "import torch\nfrom autograd_course.checks import *\n"
 
@@ -234,11 +236,134 @@ def test_a_test_that_deletes_a_students_name_and_restores_it_works_as_in_nbgrade
     assert session.run_test("assert sum_of_squares(2) == 5", "after").passed
 
 
-def test_a_module_of_the_students_kernel_is_the_judges_own_when_installed():
-    session = judge("import os, json\nimport torch.nn as nn\nos_name = os.name")
+def test_a_module_of_the_students_kernel_is_the_judges_own_only_if_the_judge_holds_it():
+    """A module the judge has imported is its own (an nbgrader test may use the student's
+    ``np``); any other stays in the kernel as an inert handle: the judge never imports."""
+    import sys
+
+    absent = next(n for n in ("tabnanny", "telnetlib", "sndhdr", "mailcap", "nntplib", "cgitb")
+                  if n not in sys.modules)
+    session = judge(f"import os, json, types\nimport torch.nn as nn\nos_name = os.name\n"
+                    f"extra = types.ModuleType({absent!r})  # a module this process never "
+                    "imported")
     verdict = session.run_test("assert os.getenv('HOME') is not None\n"
                                "assert json.dumps([1]) == '[1]'\nassert nn.Linear", "t")
     assert verdict.passed, verdict.diagnostic
+    before = set(sys.modules)
+    extra = session.namespace["extra"]
+    assert type(extra) is Handle and extra.type_name == "module"
+    assert set(sys.modules) == before and absent not in sys.modules
+    verdict = session.run_test("extra.check", "t2")
+    assert not verdict.passed and verdict.diagnosis == "error"
+
+
+class LyingLink(InProcessLink):
+    """An in-process kernel whose every reply is changed by ``lie(reply)`` before the judge
+    reads it: a kernel that sends whatever records it likes."""
+
+    def __init__(self, lie):
+        super().__init__()
+        self.lie = lie
+
+    def request(self, *args, **kwargs):
+        reply = super().request(*args, **kwargs)
+        self.lie(reply)
+        return reply
+
+
+def _absent_modules() -> list[str]:
+    """Installed modules this process has not imported (some run code on import)."""
+    import sys
+
+    return [n for n in ("antigravity", "this", "venv", "tabnanny", "turtle", "smtpd", "imaplib",
+                        "idlelib.idle", "pydoc_data.topics", "lib2to3.__main__", "json.tool")
+            if n not in sys.modules]
+
+
+HOSTILE_MODULES = ["venv.__main__", "unittest.__main__", "IPython.__main__", "pip.__main__",
+                   "nbgrader.__main__", "pygments.__main__", "__main__", "_pytest", "os..path",
+                   "..os", "os.", ".os", "os/path", "os path", "a" * 100_000, "x." * 5000 + "y",
+                   "os.path", "é", "os\x00", "json\n", "builtins.__import__"]
+HOSTILE_TYPES = ["SystemExit", "KeyboardInterrupt", "GeneratorExit", "BaseException",
+                 "StopIteration", "__class__", "os.system", "ValueError.__class__", "type",
+                 "module", "", "a" * 100_000]
+
+
+def test_no_record_a_kernel_sends_makes_the_judge_import_or_escape(tmp_path, monkeypatch):
+    """Every kind of record, with hostile names: the judge imports nothing (``sys.modules``
+    keeps its keys), calls nothing the kernel names, and every failure is the judge's own
+    (ReplyError, AnswerError, a StudentError, or a verdict), never SystemExit and the like."""
+    import base64
+    import sys
+
+    from autograd_course.checks import StudentError
+    from autograd_course.grading.judge import AnswerError
+    from autograd_course.wire import RemoteException, ReplyError
+
+    monkeypatch.chdir(tmp_path)  # were a module run, what it writes would land here
+    monkeypatch.setattr(sys, "argv", ["grader"])
+    names = HOSTILE_MODULES + _absent_modules()
+    data = base64.b64encode(b"\0" * 8).decode()
+    values = [{"t": "handle", "h": 5, "type": "module", "callable": False, "name": n}
+              for n in names]
+    values += [{"t": "handle", "h": 6, "type": n, "callable": c, "name": n}
+               for n in HOSTILE_TYPES for c in (True, False)]
+    values += [{"t": "exception", "type": n, "message": n} for n in HOSTILE_TYPES]
+    values += [{"t": kind, "h": 7, "dtype": n, "shape": [1], "data": data, "requires_grad": False,
+                "is_leaf": True, "grad_fn": n[:200], "retains_grad": False,
+                "is_inference": False, "storage": 0}
+               for kind in ("tensor", "ndarray", "npscalar")
+               for n in ["__class__", "object", "O", "torch.float32", *HOSTILE_TYPES]]
+    values += [{"t": n, "h": 8, "name": "os"} for n in ["module", "import", "pickle", "__class__",
+                                                         *HOSTILE_TYPES]]
+    values += [{"t": "list", "h": 9, "items": [values[0], {"t": "ref", "h": 5}]},
+               {"t": "dict", "h": 10, "items": [[{"t": "str", "v": "m"}, values[1]]]}]
+    raised = [{"type": n, "builtins": [n, "BaseException"], "message": n} for n in HOSTILE_TYPES]
+    raised += [{"type": "ValueError", "builtins": bad, "message": ["x"] * 3}
+               for bad in ([["ValueError"]], [{"a": 1}], [None], "ValueError", None)]
+
+    sent: dict = {}
+
+    def lie(reply):
+        if "value" in reply and "value" in sent:
+            reply["value"] = sent["value"]
+        if "raised" in sent:
+            reply["raised"] = sent["raised"]
+        reply["warnings"] = sent.get("warnings", [])
+
+    session = Session(LyingLink(lie), seed_key=b"k" * 32)
+    assert session.link.run_cell("answer = 1\ndef f():\n    return 1") is None
+    before = set(sys.modules)
+    for value in values:
+        sent.clear()
+        sent["value"] = value
+        try:
+            got = session.fetch("answer")
+        except (ReplyError, AnswerError):
+            got = None
+        if value["t"] == "handle" and value["type"] == "module":
+            held = sys.modules.get(value["name"])
+            if value["name"] in ("__main__", "_pytest") or value["name"] not in before:
+                assert type(got) is Handle and got.type_name == "module", value["name"][:40]
+            elif isinstance(got, types.ModuleType):
+                assert got is held and held.__name__ == value["name"]
+        elif value["t"] == "exception":
+            assert type(got) is RemoteException
+        verdict = session.run_test("answer", "t")  # the same, read by a test cell
+        assert isinstance(verdict.error, Exception | type(None)), verdict.error
+    sent.clear()
+    f = session.namespace["f"]
+    assert isinstance(f, RemoteFunction)
+    for record in raised:
+        sent.clear()
+        sent.update(raised=record, warnings=[{"t": "str"}, ["deep"] * 3, "plain", 7])
+        with pytest.raises(StudentError) as caught:
+            f()
+        assert not isinstance(caught.value, SystemExit | GeneratorExit | KeyboardInterrupt)
+        verdict = session.run_test("f()", "t")
+        assert not verdict.passed and verdict.diagnosis == "raised" and isinstance(
+            verdict.error, StudentError)
+    assert set(sys.modules) == before
 
 
 def test_loading_the_grading_pipeline_leaves_torch_to_the_judges_thread():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 
 import numpy as np
@@ -175,3 +176,77 @@ def test_decoding_stops_at_its_deadline():
     record = {"t": "list", "h": 1, "items": [{"t": "float", "v": "0x1p+0"}] * 150_000}
     with pytest.raises(ReplyError, match="too long"):
         Decoder(lambda rec, handle: None, deadline=time.monotonic() - 1).decode(record)
+
+
+# -- decoding is a pure function of the data ------------------------------------------------
+
+HOSTILE_NAMES = ["__class__", "__import__", "os.system", "builtins.eval", "object", "O",
+                 "float64.__class__", "torch.float32", "float32\x00", "", "é" * 300,
+                 "a" * 100_000, "..", "venv.__main__"]
+
+
+def _spied_decode(record, wrap=lambda rec, handle: ("wrapped", rec, handle)):
+    """Decode ``record``; return the value or the exception, and the imports it looked for."""
+    import sys
+
+    class Spy:  # an import hook that sees every import the decoder might attempt
+        def __init__(self):
+            self.asked = []
+
+        def find_spec(self, name, path=None, target=None):
+            self.asked.append(name)
+
+    spy, before = Spy(), set(sys.modules)
+    sys.meta_path.insert(0, spy)
+    try:
+        try:
+            result = Decoder(wrap).decode(json.loads(json.dumps(record)))
+        except ReplyError as exc:
+            result = exc
+    finally:
+        sys.meta_path.remove(spy)
+    assert set(sys.modules) == before and spy.asked == []
+    return result
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_a_name_in_a_record_is_never_looked_up_but_in_the_judges_tables(name):
+    data = base64.b64encode(b"\0" * 8).decode()
+    for kind in ("tensor", "ndarray", "npscalar"):
+        record = {"t": kind, "h": 1, "dtype": name, "shape": [1], "data": data,
+                  "requires_grad": False, "is_leaf": True, "grad_fn": None,
+                  "retains_grad": False, "is_inference": False, "storage": 0}
+        refused = _spied_decode(record)
+        assert isinstance(refused, ReplyError) and "unknown dtype" in str(refused)
+        assert len(str(refused)) < 200  # a hostile name is not copied whole into a message
+    unknown = _spied_decode({"t": name, "h": 1})
+    assert isinstance(unknown, ReplyError) and len(str(unknown)) < 200
+    # names that are only names stay strings: a type, a grad_fn, an exception's type
+    wrapped = _spied_decode({"t": "handle", "h": 3, "type": name, "callable": True,
+                             "name": name})
+    assert wrapped[0] == "wrapped" and wrapped[1] == {
+        "type": name[:200], "callable": True, "name": name[:200]}
+    error = _spied_decode({"t": "exception", "type": name, "message": name})
+    assert type(error).__name__ == "RemoteException" and error.type_name == name[:200]
+    tensor = _spied_decode({"t": "tensor", "h": 2, "dtype": "float64", "shape": [1],
+                            "data": data, "requires_grad": True, "is_leaf": False,
+                            "grad_fn": name[:200], "retains_grad": False,
+                            "is_inference": False, "storage": 0})
+    assert type(tensor) is torch.Tensor and facts(tensor).grad_fn == name[:200]
+
+
+def test_a_handle_record_reaches_wrap_only_with_checked_fields():
+    for bad in ({"type": ["module"], "callable": False}, {"type": "module", "callable": 1},
+                {"type": "module", "callable": False, "name": {"t": "str", "v": "os"}},
+                {"type": "module", "callable": False, "name": None}):
+        assert isinstance(_spied_decode({"t": "handle", "h": 1, **bad}), ReplyError), bad
+    assert _spied_decode({"t": "handle", "h": 1, "type": "module", "callable": False})[1] == {
+        "type": "module", "callable": False, "name": ""}
+
+
+def test_array_dtypes_come_from_a_fixed_table():
+    from autograd_course.wire import NUMPY_DTYPES, TENSOR_DTYPES
+
+    assert all(isinstance(v, np.dtype) and v.name == k for k, v in NUMPY_DTYPES.items())
+    assert all(isinstance(v, torch.dtype) for v in TENSOR_DTYPES.values())
+    assert "object" not in NUMPY_DTYPES and np.dtype("O").name not in NUMPY_DTYPES

@@ -18,11 +18,19 @@ hands the kernel its original (with graph, ``.grad`` and aliasing). The judge's 
 (a test's inputs, its ground truths) only ever travel as copies, and nothing the kernel does
 or says changes them, so an expected value computed from them after a call is still the
 truth; what a call did to the kernel's copy of an argument is read with :meth:`Session.current`.
-Expected values, hidden test code and grader secrets never enter the kernel; a test function
-sent there must not carry an expected value (:meth:`Session.check_not_sent` enforces it).
+Expected values and grader secrets never enter the kernel; a test function sent there must not
+carry an expected value (:meth:`Session.check_not_sent` enforces it), and one that holds what the
+student may not know (a drawn bug, drawn parameters) goes as a proxy (:meth:`Session.proxy`):
+the kernel gets a token and a name, and its calls come back here, answered for this test only.
 
 :meth:`Session.run_test` turns one test cell into a :class:`Verdict`. The judge, not the
-kernel, decides the points.
+kernel, decides the points. Whatever a test cell raises, ``SystemExit`` and other
+``BaseException`` included, is that test's failure; only ``KeyboardInterrupt`` passes.
+
+Decoding a reply never imports and never looks up a name the kernel chose but in the judge's
+fixed tables (:mod:`autograd_course.wire`; :data:`BUILTIN_ERRORS` for a student's exception):
+a module the kernel names is the judge's own only when the judge already holds it
+(:func:`_held_module`), else an inert :class:`Handle`.
 """
 
 from __future__ import annotations
@@ -47,9 +55,10 @@ import cloudpickle
 import torch
 
 from autograd_course import checks
-from autograd_course.agent import MIME, Agent
+from autograd_course.agent import CALLBACK, MIME, Agent
 from autograd_course.checks import CheckError, StudentError
 from autograd_course.grading import record
+from autograd_course.grading.containment import describe
 from autograd_course.wire import Decoder, Handle, RemoteFunction, ReplyError
 
 _BUILTINS = frozenset(vars(builtins))
@@ -62,29 +71,43 @@ NOT_AS_THEMSELVES = frozenset({"BaseException", "Exception", "SystemExit", "Keyb
                                "GeneratorExit", "StopIteration", "StopAsyncIteration"})
 
 
+#: The builtin exception types a student's exception may arrive as, by name: a fixed table of
+#: the judge's own builtins, the only place a type name the kernel sends is looked up.
+BUILTIN_ERRORS: dict[str, type[Exception]] = {
+    name: value for name, value in vars(builtins).items()
+    if isinstance(value, type) and issubclass(value, Exception) and name not in NOT_AS_THEMSELVES
+}
+
+
 @functools.cache
-def _error_class(name: str) -> type[StudentError]:
-    """The judge's class for a student's exception of the builtin type ``name``: it is that
-    type and a :class:`StudentError` (made here from the judge's own builtins, never from
-    anything the kernel sends), or :class:`StudentError` alone for any other name."""
-    builtin = getattr(builtins, name, None)
-    if name in NOT_AS_THEMSELVES or not (isinstance(builtin, type)
-                                         and issubclass(builtin, Exception)):
-        return StudentError
+def _error_class_of(name: str) -> type[StudentError]:
     try:
-        return type(name, (StudentError, builtin), {"__module__": __name__})
+        return type(name, (StudentError, BUILTIN_ERRORS[name]), {"__module__": __name__})
     except TypeError:  # a layout the two cannot share (OSError's, UnicodeError's)
         return StudentError
+
+
+def _error_class(name: str) -> type[StudentError]:
+    """The judge's class for a student's exception of the builtin type ``name``: it is that
+    type and a :class:`StudentError` (made here from :data:`BUILTIN_ERRORS`, never from
+    anything the kernel sends), or :class:`StudentError` alone for any other name."""
+    return _error_class_of(name) if name in BUILTIN_ERRORS else StudentError
+
+
+def _text(value, default: str, limit: int) -> str:
+    """A string field of a reply, cut to ``limit``; ``default`` for anything but a string."""
+    return value[:limit] if isinstance(value, str) else default
 
 
 def student_error(label: str, raised: dict) -> StudentError:
     """A student's exception as the judge raises it: as the most specific builtin type it
     derives from (so that ``except ValueError:`` catches it, as in nbgrader), and a
-    StudentError."""
-    type_name = str(raised.get("type", "Exception"))[:100]
+    StudentError. Names are only strings here: what they name is looked up in
+    :data:`BUILTIN_ERRORS` alone."""
+    type_name = _text(raised.get("type"), "Exception", 100)
     bases = raised.get("builtins")
-    first = str(bases[0])[:100] if isinstance(bases, list) and bases else type_name
-    return _error_class(first)(label, type_name, str(raised.get("message", ""))[:2000])
+    first = _text(bases[0], "", 100) if isinstance(bases, list) and bases else type_name
+    return _error_class(first)(label, type_name, _text(raised.get("message"), "", 2000))
 
 
 class AnswerError(Exception):
@@ -135,8 +158,15 @@ class InProcessLink:
 
         return own_private_bytes()
 
-    def request(self, payload: str, timeout: float) -> dict:
-        bundle = self.agent.serve(payload)._repr_mimebundle_()
+    def request(self, payload: str, timeout: float,
+                answer: Callable[[str], str] | None = None) -> dict:
+        """Serve one request; a proxy's callback during it is ``answer(prompt)``, called
+        directly (the prompt and the answer are the same text a kernel's would be)."""
+        self.agent.ask = answer or _no_callbacks
+        try:
+            bundle = self.agent.serve(payload)._repr_mimebundle_()
+        finally:
+            self.agent.ask = _no_callbacks
         return self._json.loads(self._json.dumps(bundle[MIME]))
 
 
@@ -145,7 +175,10 @@ class JupyterLink:
 
     Each request is a silent ``execute_request`` whose ``user_expressions`` evaluates
     :func:`autograd_course.agent.serve`; the reply is matched by message id and nonce, must
-    arrive before the deadline and stay under ``limit`` bytes.
+    arrive before the deadline and stay under ``limit`` bytes. The request allows stdin: an
+    ``input_request`` of that request whose prompt is a callback (:data:`CALLBACK`) is
+    answered with ``answer(prompt)`` while the judge waits; any other is answered with
+    end-of-file.
     """
 
     def __init__(self, kernel_manager, limit: int, alive: Callable[[], bool],
@@ -155,6 +188,7 @@ class JupyterLink:
         self.alive, self.pid = alive, pid
         self.limit = limit
         self.client = judge_client(kernel_manager, limit)
+        self.stdin = _connected_stdin(self.client)
 
     def memory(self) -> int:
         """The kernel's memory, all its processes together, as Linux reports it
@@ -169,10 +203,11 @@ class JupyterLink:
         except Exception as exc:  # noqa: BLE001 - the kernel is gone, or /proc unreadable
             raise AnswerError(f"the kernel's memory could not be read ({exc})") from None
 
-    def request(self, payload: str, timeout: float) -> dict:
+    def request(self, payload: str, timeout: float,
+                answer: Callable[[str], str] | None = None) -> dict:
         expression = ("__import__('autograd_course.agent', fromlist=['serve'])"
                       f".serve('{payload}')")
-        msg_id = self.client.execute("", silent=True, store_history=False,
+        msg_id = self.client.execute("", silent=True, store_history=False, allow_stdin=True,
                                      user_expressions={"reply": expression})
         deadline = time.monotonic() + timeout
         while True:
@@ -181,15 +216,22 @@ class JupyterLink:
                 self._interrupt()
                 raise AnswerError(f"no answer within {timeout:.0f} s (an endless loop?)")
             try:
-                reply = self.client.get_shell_msg(timeout=min(left, 1.0))
+                channel = self._ready(min(left, 1.0))
+                if channel is None:
+                    raise queue.Empty
+                reply = channel.get_msg(timeout=0)
             except queue.Empty:  # check that the kernel is still there
                 if not self.alive():
                     raise KernelDied("the kernel died (a crash, os._exit or a signal)") from None
                 continue
             except Exception as exc:  # a message over the limits (kernel.BoundedSession)
                 raise AnswerError(f"the kernel's answer could not be read ({exc})") from None
-            if reply.get("parent_header", {}).get("msg_id") == msg_id:
-                break
+            if reply.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            if channel is self.stdin:
+                self._answer_input(reply, answer)
+                continue
+            break
         if reply.get("content", {}).get("status") != "ok":
             raise AnswerError("the kernel could not answer")
         result = reply.get("content", {}).get("user_expressions", {}).get("reply", {})
@@ -200,6 +242,32 @@ class JupyterLink:
         if not isinstance(content, dict):
             raise AnswerError("the kernel's answer was not readable")
         return content
+
+    def _ready(self, timeout: float):
+        """The channel with a message waiting (stdin first), or None after ``timeout``."""
+        import zmq
+
+        poller = zmq.Poller()
+        shell = self.client.shell_channel
+        for channel in (self.stdin, shell):
+            if channel is not None:
+                poller.register(channel.socket, zmq.POLLIN)
+        ready = dict(poller.poll(int(timeout * 1000)))
+        for channel in (self.stdin, shell):
+            if channel is not None and channel.socket in ready:
+                return channel
+        return None
+
+    def _answer_input(self, message: dict, answer: Callable[[str], str] | None) -> None:
+        """Answer the kernel's ``input_request``: a callback's with ``answer``, any other (a
+        student's own ``input()``) with end-of-file."""
+        content = message.get("content")
+        prompt = content.get("prompt") if isinstance(content, dict) else None
+        value = "\x04"
+        if (message.get("msg_type") == "input_request" and answer is not None
+                and isinstance(prompt, str) and prompt.startswith(CALLBACK)):
+            value = answer(prompt)
+        self.client.input(value)
 
     def _interrupt(self) -> None:
         """Interrupt the running call (an ``interrupt_request``, as the kernelspec asks)."""
@@ -291,6 +359,9 @@ class Session:
         self._kept: dict[int, tuple[object, int, object]] = {}  # id -> (obj, handle, stamp)
         self._copies: dict[int, tuple[object, int]] = {}  # id of a judge's argument -> copy
         self._carried: list[object] = []  # what test functions sent into the kernel carried
+        self._callbacks: dict[str, Callable] = {}  # proxy token -> the judge's own code
+        self._answered = 0  # callbacks answered in the running test
+        self._in_callback = False
         self._deadline = float("inf")
         self._generator: torch.Generator | None = None
         self._notes: list[tuple[str, str]] = []
@@ -303,7 +374,9 @@ class Session:
             with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 exec(compile(source, f"<{label}>", "exec"), self.namespace)
-        except Exception as exc:  # noqa: BLE001 - the course's own cell failed here
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - the course's own cell failed here
             self.locked_errors.append(f"{label}: {type(exc).__name__}: {exc}")
 
     def run_test(self, source: str, label: str, *, unanswered: bool = False,
@@ -317,6 +390,8 @@ class Session:
         self._deadline = min(time.monotonic() + self.timeout, self.budget)
         self._generator = self._seeded(label)
         self._notes = []
+        self._callbacks.clear()  # proxies of earlier tests are answered no more
+        self._answered = 0
         out = io.StringIO()
         token = checks.JUDGE.set(self)
         try:
@@ -326,13 +401,16 @@ class Session:
             with contextlib.redirect_stdout(out), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 exec(code, self.namespace)
-        except Exception as exc:  # noqa: BLE001 - every failure becomes a diagnosis
-            verdict = self._diagnose(exc, unanswered)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - every failure, SystemExit's too, is
+            verdict = self._diagnose(exc, unanswered)  # this test's, as a diagnosis
             if verdict.diagnosis == "blank" and answer_error and not unanswered:
                 verdict.message += f" (Its answer cell raised {_cut(answer_error, 120)}.)"
             return replace(verdict, stdout=out.getvalue(), error=exc, notes=self._notes)
         finally:
             checks.JUDGE.reset(token)
+            self._callbacks.clear()
             self._deadline = float("inf")
         return Verdict(True, stdout=out.getvalue(), notes=self._notes)
 
@@ -356,9 +434,13 @@ class Session:
         self._kept.clear()
         self._copies.clear()
 
-    def _diagnose(self, exc: Exception, unanswered: bool) -> Verdict:
+    def _diagnose(self, exc: BaseException, unanswered: bool) -> Verdict:
         if isinstance(exc, AuthoringError):
             raise exc  # a bug of the course, not of the student: stop loudly
+        if not isinstance(exc, Exception):  # SystemExit, GeneratorExit...: the test stopped
+            return Verdict(False, "TestStopped",
+                           _cut(f"the test stopped on {describe(exc)} in the grader; it "
+                                "counts as failed"), diagnosis="error")
         stub = isinstance(exc, StudentError) and exc.type_name == "NotImplementedError"
         if stub or (unanswered and not isinstance(exc, KernelDied)):
             return Verdict(False, "NotAnswered",
@@ -402,8 +484,10 @@ class Session:
             if time.monotonic() >= self.budget:
                 raise AnswerError("the notebook's time budget was spent")
             raise AnswerError(f"the test ran out of time ({self.timeout:.0f} s)")
+        if self._in_callback:
+            raise AuthoringError("a test's function answering a callback asked the kernel")
         try:
-            reply = self.link.request(payload, min(left, self.timeout))
+            reply = self.link.request(payload, min(left, self.timeout), self._answer)
         except KernelDied as exc:
             self.dead = str(exc)
             raise
@@ -479,7 +563,9 @@ class Session:
             if isinstance(sent, dict) and isinstance(sent.get("h"), int) and (
                     self.handle_of(local) is None):
                 self._copies[id(local)] = (local, sent["h"])
-        caught = [str(w)[:500] for w in reply.get("warnings", [])[:20]]
+        said = reply.get("warnings", [])
+        caught = [w[:500] for w in (said if isinstance(said, list) else [])[:20]
+                  if isinstance(w, str)]
         if "raised" in reply:
             raised = reply["raised"]
             if not isinstance(raised, dict):
@@ -500,15 +586,69 @@ class Session:
         reply = self._request({"op": "read", "handle": handle})
         return self._decoder().decode(reply.get("value"))
 
+    # -- proxies: what the kernel calls, kept here ------------------------------------
+    def proxy(self, target):
+        """The kernel's stand-in for ``target``, a test's function or ``torch.autograd.Function``
+        class: a :class:`Proxy` whose calls come back here (:meth:`_answer`) for this test only.
+        ``target``, its code and what it carries stay in the judge."""
+        token = secrets.token_hex(16)
+        if isinstance(target, type) and issubclass(target, torch.autograd.Function):
+            self._callbacks[token] = _FunctionCalls(target)
+            return Proxy(token, "function", target.__name__)
+        if not callable(target):
+            raise AuthoringError("only a function or an autograd Function can be a proxy")
+        self._callbacks[token] = {"call": target}
+        return Proxy(token, "callable", getattr(target, "__name__", "function"))
+
+    def _answer(self, prompt: str) -> str:
+        """Answer a proxy's callback: ``prompt`` is data (:data:`CALLBACK`, then JSON of the
+        token, the method and the arguments as records), decoded like any reply; only a token
+        this test made is answered, with plain values as arguments, within the test's time and
+        :data:`MAX_CALLBACKS`. The answer is JSON: the result pickled, or an error's reason."""
+        import json
+
+        try:
+            if len(prompt) > MAX_CALLBACK_BYTES:
+                raise AnswerError("the call is too large")
+            self._answered += 1
+            if self._answered > MAX_CALLBACKS:
+                raise AnswerError(f"more than {MAX_CALLBACKS} calls of the test's functions")
+            if time.monotonic() > self._deadline:
+                raise AnswerError("the test's time is spent")
+            request = json.loads(prompt[len(CALLBACK):])
+            methods = self._callbacks.get(request.get("token")) if isinstance(
+                request, dict) and isinstance(request.get("token"), str) else None
+            method = methods.get(request.get("method")) if methods is not None and isinstance(
+                request.get("method"), str) else None
+            records = request.get("args") if methods is not None else None
+            if method is None or not isinstance(records, list):
+                raise AnswerError("not a function of this test")
+            decoder = self._decoder()
+            args = [decoder.decode(record) for record in records]
+            if not all(_plain(a) for a in args):
+                raise AnswerError("the test's functions take tensors and numbers only")
+            self._in_callback = True
+            try:
+                with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+                    warnings.simplefilter("ignore")
+                    result = method(*args)
+            finally:
+                self._in_callback = False
+            value = base64.b64encode(_dumps(result, self)).decode("ascii")
+            return json.dumps({"value": value})
+        except Exception as exc:  # noqa: BLE001 - the kernel is told why, the test goes on
+            return json.dumps({"error": _cut(f"{type(exc).__name__}: {exc}", 200)})
+
     # -- values and handles ------------------------------------------------------------
     def _decoder(self) -> Decoder:
         def wrap(record: dict, handle: int) -> Handle:
-            if record["type"] == "module":  # as the judge's own, when it is installed here
-                module = _installed_module(str(record.get("name", "")))
-                if module is not None:
-                    return module
+            # the record's fields are strings and a bool (Decoder checked them): nothing here
+            # imports, or looks a name up but in sys.modules (see _held_module)
+            if record["type"] == "module":
+                module = _held_module(record["name"])
+                return Handle(self, handle, "module") if module is None else module
             if record["callable"]:
-                name = str(record.get("name") or record["type"])[:100]
+                name = (record["name"] or record["type"])[:100]
                 return RemoteFunction(self, handle, record["type"], name)
             return Handle(self, handle, record["type"])
 
@@ -551,34 +691,130 @@ class Session:
                                      "value (in its closure or defaults): compute it apart")
 
 
+# --- proxies ------------------------------------------------------------------------------
+
+#: Bounds of the callbacks of one test: their number, and the size of one call's arguments.
+MAX_CALLBACKS = 100_000
+MAX_CALLBACK_BYTES = 16 * 2**20
+
+
+class Proxy:
+    """What the kernel gets for a test's function or Function class (:meth:`Session.proxy`):
+    it unpickles there as :func:`autograd_course.agent.proxy_callable` or
+    :func:`~autograd_course.agent.proxy_function` of its token and public name, nothing
+    else."""
+
+    def __init__(self, token: str, kind: str, name: str):
+        self.token, self.kind, self.name = token, kind, name
+
+    def __reduce__(self):
+        from autograd_course import agent
+
+        make = agent.proxy_function if self.kind == "function" else agent.proxy_callable
+        return make, (self.token, self.name)
+
+    def __repr__(self) -> str:
+        return f"<the test's {self.name}, called back in the judge>"
+
+
+class _FunctionCalls(dict):
+    """The callbacks of a Function's proxy (a Function of one output): ``forward(*inputs)``
+    and ``backward(*inputs, grad)``, each with a fresh context of the judge's (backward runs
+    forward again first), so that nothing is kept between calls."""
+
+    def __init__(self, function: type):
+        super().__init__(forward=self.forward, backward=self.backward)
+        self.function = function
+
+    def forward(self, *inputs):
+        with torch.no_grad():
+            return self.function.forward(_Context(len(inputs)), *inputs)
+
+    def backward(self, *values):
+        """``values``: the inputs, then the gradient of the (one) output."""
+        if not values:
+            raise ValueError("no gradient")
+        context = _Context(len(values) - 1)
+        with torch.no_grad():
+            self.function.forward(context, *values[:-1])
+            return self.function.backward(context, values[-1])
+
+
+class _Context:
+    """A context for a Function's forward and backward run in the judge."""
+
+    def __init__(self, n: int):
+        self.needs_input_grad = (True,) * n
+        self.saved_tensors: tuple = ()
+
+    def save_for_backward(self, *tensors):
+        self.saved_tensors = tensors
+
+    def mark_non_differentiable(self, *tensors):
+        pass
+
+    def set_materialize_grads(self, value):
+        pass
+
+
+def _plain(value, depth: int = 0) -> bool:
+    """Whether a decoded value is plain data (no handle of a kernel object)."""
+    if depth > 8:
+        return False
+    if isinstance(value, list | tuple):
+        return all(_plain(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return all(_plain(v, depth + 1) for v in value.values())
+    return value is None or isinstance(value, torch.Tensor | bool | int | float | complex | str)
+
+
+def _no_callbacks(prompt: str) -> str:
+    import json
+
+    return json.dumps({"error": "no test function can be called now"})
+
+
+def _connected_stdin(client):
+    """The client's stdin channel, once connected (or after 5 s): the kernel routes an
+    ``input_request`` to the judge's identity and drops it while that is not connected."""
+    import zmq
+
+    socket = client.context.socket(zmq.DEALER)
+    socket.linger = 0
+    socket.identity = client.session.bsession
+    monitor = socket.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED)
+    try:
+        socket.connect(client._make_url("stdin"))
+        if monitor.poll(5000):
+            monitor.recv_multipart()
+    finally:
+        socket.disable_monitor()
+        monitor.close(linger=0)
+    client._stdin_channel = client.stdin_channel_class(socket, client.session, client.ioloop)
+    return client._stdin_channel
+
+
 # --- helpers -------------------------------------------------------------------------------
 
 _FILE_PART = re.compile(r"^[A-Za-z0-9_+@=,-][A-Za-z0-9 ._+@=,-]{0,127}$")
 
 
-def _installed_module(name: str):
-    """The judge's own module ``name`` when it comes from this Python's installation (its
-    standard library or site-packages), else None: a module of the student's is never run
-    here."""
-    import importlib.util
+_MODULE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)*")
+
+
+def _held_module(name: str) -> types.ModuleType | None:
+    """The module the judge already holds under ``name`` (a module the student's kernel
+    imported, as a test reads it, as in nbgrader), else None: the kernel's becomes an inert
+    :class:`Handle`. Never an import: only ``sys.modules`` is read, for a public dotted name
+    (no ``__main__``, no private module) whose module says it is that name."""
     import sys
-    from pathlib import Path
 
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", name):
+    if len(name) > 200 or not _MODULE_NAME.fullmatch(name):
         return None
-    try:
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError):
+    module = sys.modules.get(name)
+    if not isinstance(module, types.ModuleType) or vars(module).get("__name__") != name:
         return None
-    if spec is None:
-        return None
-    origin = spec.origin or ""
-    prefixes = {str(Path(p).resolve()) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
-    if origin not in ("built-in", "frozen") and not any(
-            str(Path(origin).resolve()).startswith(p + "/") for p in prefixes):
-        return None
-    return importlib.import_module(name)
-
+    return module
 
 
 def _stamp(value):

@@ -13,6 +13,8 @@ from nbconvert.exporters.exporter import ResourcesDict
 from nbformat.notebooknode import NotebookNode
 from nbgrader.coursedir import CourseDirectory
 
+from autograd_course.grading.containment import contained
+
 from .cells import META, max_file_bytes, notes, short, start_notes
 
 
@@ -23,6 +25,7 @@ class TolerantNotebookExporter(NotebookExporter):
     A file larger than ``CourseDirectory.max_file_size`` is not read at all.
     """
 
+    @contained  # the whole pipeline of one notebook: a SystemExit there is its failure alone
     def from_filename(self, filename, resources=None, **kw):
         if resources is not None and _is_submitted(filename, resources, self.config):
             start_notes(resources)  # nbgrader's sanitize stage reads submitted/: a new grading
@@ -136,6 +139,10 @@ class FeedbackExporter(HTMLExporter):
     """nbconvert's HTML exporter (``GenerateFeedback.exporter_class``) whose templates are
     compiled once per process: nbgrader makes a new exporter for every feedback page, and
     compiling nbconvert's and nbgrader's templates again was most of a page's time."""
+
+    @contained  # the feedback pipeline of one notebook: a SystemExit there is its failure
+    def from_notebook_node(self, nb, resources=None, **kw):
+        return super().from_notebook_node(nb, resources=resources, **kw)
 
     def _create_environment(self):
         # nbconvert (private): TemplateExporter builds its Jinja environment here
