@@ -26,6 +26,15 @@ earlier, which is handed over as the original object, with its graph, ``.grad`` 
 - ``{"op": "files", "limit": N, "max_files": M}``: the regular files the notebook wrote in its
   working folder (not under ``.*`` folders), by relative path, as base64, at most ``N`` bytes
   in all and ``M`` files.
+
+Callbacks. What a test must hand the student's code but not show it (a broken Function whose
+bug is drawn, a function with drawn parameters) arrives as a *proxy*: :func:`proxy_function`
+or :func:`proxy_callable`, which carry nothing but a token and a public name. Calling one,
+while the judge waits for a call's reply and only then, asks the judge (:func:`ask_judge`): the
+arguments go as records (:mod:`autograd_course.wire`, the same as a reply), the prompt of an
+``input_request`` on the stdin channel (:data:`CALLBACK`; in-process, a direct call), and the
+judge's answer comes back pickled, like any request. The judge answers only tokens of proxies
+it made for the running test.
 """
 
 from __future__ import annotations
@@ -33,13 +42,17 @@ from __future__ import annotations
 import base64
 import contextlib
 import io
+import json
 import pickle
 import warnings
+from collections.abc import Callable
 
 from autograd_course.wire import Encoder, ReplyError
 
 MIME = "application/vnd.autograd-course.reply+json"
 DEFAULT_LIMIT = 64 * 2**20
+#: How a callback's prompt starts: the judge answers input requests that start so, and no other.
+CALLBACK = "autograd-course callback:"
 
 
 class Reply:
@@ -84,6 +97,7 @@ class Agent:
         self.objects: dict[int, object] = {}
         self.handles: dict[int, int] = {}  # id(object) -> handle
         self.sent = 0  # handles given so far
+        self.ask: Callable[[str], str] = _ask_frontend  # a callback's prompt -> the answer
 
     def keep(self, value) -> int:
         handle = self.handles.get(id(value))
@@ -119,10 +133,23 @@ class Agent:
     def _read(self, message: dict) -> dict:
         return {"value": self._encoder().encode(self.objects[message["handle"]])}
 
+    def ask_judge(self, token: str, method: str, args: tuple):
+        """Run the judge's ``method`` of proxy ``token`` on ``args`` (sent as records); its
+        result (unpickled), or RuntimeError with the judge's reason."""
+        encoder = self._encoder()
+        prompt = CALLBACK + json.dumps({"token": token, "method": method,
+                                        "args": [encoder.encode(a) for a in args]})
+        answer = json.loads(self.ask(prompt))
+        if "error" in answer:
+            raise RuntimeError(f"the test's function could not run: {answer['error']}")
+        return _Unpickler(base64.b64decode(answer["value"]), self.objects).load()
+
     def _call(self, message: dict) -> dict:
+        global _serving
         target, args, kwargs = message["target"], message["args"], message["kwargs"]
         sink = _Sink()
         raised = result = None
+        _serving = self
         with (warnings.catch_warnings(record=True) as caught,
               contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink)):
             warnings.simplefilter("always")
@@ -140,6 +167,8 @@ class Agent:
                 raised = {"type": type(exc).__name__, "message": str(exc)[:2000],
                           "builtins": [c.__name__ for c in type(exc).__mro__
                                        if c.__module__ == "builtins"][:20]}
+            finally:
+                _serving = None
         encoder = self._encoder()
         # The arguments first: a result that is one of them is then sent as a reference to it.
         reply: dict = {"warnings": [str(w.message)[:500] for w in caught[:20]],
@@ -193,6 +222,55 @@ class Agent:
 
 
 _agent: Agent | None = None
+_serving: Agent | None = None  # the agent whose call is running: the only time a proxy works
+
+
+def _ask_frontend(prompt: str) -> str:
+    """Ask the judge through the kernel's stdin channel (an ``input_request``, which the judge
+    allows on its requests and answers while it waits for their reply)."""
+    from IPython import get_ipython
+
+    kernel = getattr(get_ipython(), "kernel", None)
+    if kernel is None:
+        raise RuntimeError("no judge to ask: this is not a kernel")
+    return kernel.raw_input(prompt)
+
+
+def ask_judge(token: str, method: str, args: tuple):
+    """What a proxy does when called: ask the judge, through the call that is running."""
+    if _serving is None:
+        raise RuntimeError("the test's function works only while the test calls your code")
+    return _serving.ask_judge(token, method, args)
+
+
+def proxy_callable(token: str, name: str):
+    """The kernel's stand-in for a test's function: calling it runs the test's function in
+    the judge (its code and parameters stay there); it carries only ``token`` and ``name``."""
+
+    def proxy(*args):
+        return ask_judge(token, "call", args)
+
+    proxy.__name__ = proxy.__qualname__ = name
+    return proxy
+
+
+def proxy_function(token: str, name: str) -> type:
+    """The kernel's stand-in for a test's ``torch.autograd.Function``: ``forward`` and
+    ``backward`` run the test's own in the judge (its code and parameters stay there); the
+    class carries only ``token`` and ``name``. Its inputs are tensors (or None); backward
+    sends them back with the gradients, so the judge keeps no state between the two."""
+    import torch
+
+    def forward(ctx, *args):
+        ctx.save_for_backward(*args)
+        return ask_judge(token, "forward", args)
+
+    def backward(ctx, *grads):
+        return ask_judge(token, "backward", (*ctx.saved_tensors, *grads))
+
+    return type(name, (torch.autograd.Function,), {
+        "forward": staticmethod(forward), "backward": staticmethod(backward),
+        "__module__": "__main__", "__qualname__": name})
 
 
 def serve(request: str) -> Reply:

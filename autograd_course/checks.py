@@ -330,6 +330,17 @@ def in_kernel(fn, *args, name: str | None = None):
     return judge.call(fn, args, {}, label=label)[0]
 
 
+def proxy(target):
+    """What the student's code gets in place of the test's own ``target`` (a function, or a
+    ``torch.autograd.Function`` class): in a kernel, ``target`` itself; in the judge, a stand-in
+    that carries nothing but a token and ``target``'s name, whose calls (``forward`` and
+    ``backward`` of a Function) run ``target`` in the judge. Use it for whatever the student's
+    code must call but not read: a Function whose bug is drawn, a function with drawn
+    parameters. What the stand-in returns, the student's code sees."""
+    judge = JUDGE.get()
+    return target if judge is None else judge.proxy(target)
+
+
 @dataclass
 class MemoryUse:
     """What the student's code used in a block of :func:`kernel_memory_use`, in bytes of

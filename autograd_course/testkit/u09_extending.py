@@ -409,6 +409,19 @@ WRONG: dict[str, list[Wrong]] = {
             ["KeyError"],
             breaks="Find out with `torch.autograd.gradcheck`",
         ),
+        wrong(
+            "reads the drawn bug (scale, order, power) from the Function's closure",
+            function(_WRONG_INPUTS, """
+                import inspect
+                found = inspect.getclosurevars(function.backward).nonlocals
+                scale, order, power = found["scale"], found["order"], found["power"]
+                return tuple(scale[i] != 1 or order[i] != i or power[i] != 1
+                             for i in range(len(inputs)))
+                """),
+            "raised",
+            ["KeyError"],
+            hidden_only="gaming",  # the grader's Function is a stand-in: nothing to read
+        ),
         wrong("left blank", function(_WRONG_INPUTS, _STUB), "blank", ["NotImplementedError"]),
     ],
     "q3_fixed": [

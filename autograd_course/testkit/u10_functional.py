@@ -373,6 +373,18 @@ WRONG: dict[str, list[Wrong]] = {
     ],
     "q3_directional_derivative": [
         wrong(
+            "the hidden functions told apart by name, their parameters read from defaults",
+            function(_JVP, """
+                if f.__name__ == "made_up_slope":  # sin(x) + k (x^2 - x^2.detach())
+                    k = f.__defaults__[0]  # the drawn parameter, once carried by the function
+                    return torch.cos(x) * v + 2 * k * x * v
+                return torch.func.jvp(f, (x,), (v,))[1]
+                """),
+            "raised",
+            ["TypeError"],
+            hidden_only="gaming",  # the hidden functions carry nothing drawn to read
+        ),
+        wrong(
             "J^T v by vjp",
             function(_JVP, """
                 _, pull_back = torch.func.vjp(f, x)

@@ -1,4 +1,4 @@
-"""The grader's own per-sample gradients for assignment 10, run by the judge.
+"""The grader's own computations for assignment 10, run by the judge.
 
 :func:`per_sample_loop` computes, in float64 and one sample at a time with
 ``torch.autograd.grad``, the gradient of each sample's cross-entropy for the assignment's
@@ -31,3 +31,14 @@ def per_sample_loop(params: Mapping[str, torch.Tensor], x: torch.Tensor, y: torc
         for k, g in zip(names, torch.autograd.grad(loss, [p[k] for k in names]), strict=True):
             rows[k].append(g)
     return {k: torch.stack(rows[k]) for k in names}
+
+
+def jacobian_plan_reference(shapes: Sequence[Sequence[int]]) -> tuple[str, int]:
+    """The cheaper of jacfwd (one jvp per entry of the input, the first shape) and jacrev
+    (one vjp per entry of the output, the last shape), with its count; jacrev on a tie."""
+    inputs = outputs = 1
+    for size in shapes[0]:
+        inputs *= int(size)
+    for size in shapes[-1]:
+        outputs *= int(size)
+    return ("jacrev", outputs) if outputs <= inputs else ("jacfwd", inputs)
