@@ -73,6 +73,10 @@ c.JudgedExecute.cpu_seconds = 1800
 # about 19 s on a 2-core machine busy with the test suite (the others in 2 to 7 s), so an
 # honest notebook has a margin of more than 5 times.
 c.JudgedExecute.notebook_seconds = 110
+# Wall-clock seconds of one whole submission, grading and feedback together, held from
+# outside the work (autograd-course grade and check grade each submission in a child process
+# that is killed when the time is spent). 0: notebook_seconds + 10 s a notebook + 60 s.
+c.JudgedExecute.submission_seconds = 0
 # Cells run per notebook: every answer and test cell, and the student's own cells while there
 # is room. The assignments have 15 to 45 cells; a notebook of thousands would only cost time.
 c.JudgedExecute.max_cells = 300

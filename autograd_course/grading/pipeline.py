@@ -13,11 +13,15 @@ instead of being lost silently. The course's changes:
   :class:`~.preprocessors.RecordResults` (the grade record) and
   :class:`~.preprocessors.MakeInert` (only inert content for formgrader and the feedback)
   appended;
-- feedback: :class:`~.preprocessors.HideHiddenTests` and
-  :class:`~.preprocessors.ShowCommentsAsText` just after nbgrader's ``GetGrades``.
+- feedback: :class:`~.preprocessors.HideHiddenTests`,
+  :class:`~.preprocessors.ShowCommentsAsText` and :class:`~.preprocessors.ListOtherFiles`
+  (the submission's files out of ``feedback/``, listed as text) just after nbgrader's
+  ``GetGrades``.
 
 >>> [getattr(p, "__name__", p).rsplit(".", 1)[-1] for p in feedback_preprocessors()]
-['GetGrades', 'HideHiddenTests', 'ShowCommentsAsText', 'CSSHTMLHeaderPreprocessor']
+... # doctest: +NORMALIZE_WHITESPACE
+['GetGrades', 'HideHiddenTests', 'ShowCommentsAsText', 'ListOtherFiles',
+ 'CSSHTMLHeaderPreprocessor']
 """
 
 from __future__ import annotations
@@ -57,11 +61,12 @@ def autograde_preprocessors() -> list:
 
 
 def feedback_preprocessors() -> list:
-    """``GenerateFeedback.preprocessors``: nbgrader's, with hidden tests hidden and comments
-    shown as text."""
+    """``GenerateFeedback.preprocessors``: nbgrader's, with hidden tests hidden, comments
+    shown as text and the submission's files listed, not copied."""
     from nbgrader.converters import GenerateFeedback
 
     pipeline = _default(GenerateFeedback, "preprocessors")
     at = _index(pipeline, "GetGrades") + 1
-    pipeline[at:at] = [OURS + "HideHiddenTests", OURS + "ShowCommentsAsText"]
+    pipeline[at:at] = [OURS + "HideHiddenTests", OURS + "ShowCommentsAsText",
+                       OURS + "ListOtherFiles"]
     return pipeline

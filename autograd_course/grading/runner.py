@@ -8,12 +8,19 @@ worker once, each submission's files go with its task, and each result is merged
 course as it arrives (:meth:`.gradebook.Writer.merge`), in the main process only, so any
 gradebook URL works and workers share no files with it.
 
-- **Local processes** (the default): a pool of ``jobs`` processes started with
-  ``forkserver`` (``spawn`` where there is none), which preloads the grader and torch once. A
-  submission that kills its worker (the OOM killer, a signal) breaks the pool: the others are
-  graded again, each alone, and one that kills its worker again gets 0 and a reason.
-- **A Dask cluster** (``scheduler="tcp://host:port"``): each submission is a task. Dask grades a
-  task whose worker died on another worker; one that has killed too many workers
+Each submission, grading and feedback together, has one wall-clock budget
+(``c.JudgedExecute.submission_seconds``), held by the process that started its grading, not
+by the process that grades it (:mod:`.bounded`): past it, that process and every process under
+it are killed, the submission gets 0 and the reason, and the class goes on.
+
+- **Local processes** (the default): ``jobs`` grading children started with ``forkserver``
+  (``spawn`` where there is none), which preloads the grader and torch once; each grades one
+  submission at a time and keeps its unpacked course and zygote for the next. One that
+  overruns is killed; one that dies (the OOM killer, a signal) has its submission tried once
+  more, alone, and a second death gives 0 and a reason. A new child takes the next submission.
+- **A Dask cluster** (``scheduler="tcp://host:port"``): each submission is a task, graded in a
+  grading child of its Dask worker, which holds the budget (:func:`.tasks.grade_within`). Dask
+  grades a task whose worker died on another worker; one that has killed too many workers
   (``KilledWorker``) gets 0 and a reason. Workers need the course's environment (this package,
   nbgrader, torch) and bubblewrap, nothing else: no shared file system.
 """
@@ -22,26 +29,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-import multiprocessing
 import os
 import shutil
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from nbgrader.api import MissingEntry
 
-from autograd_course.grading import gradebook, roster, selfcheck, tasks
+from autograd_course.grading import bounded, gradebook, roster, selfcheck, tasks
 from autograd_course.grading.course import Course, Submission
 from autograd_course.grading.release import prepare
 from autograd_course.grading.tasks import Bundle, Outcome, Task
-
-KILLED = "the grading worker was killed while grading this submission (a signal, or out of memory)"
 
 
 @dataclass
@@ -50,6 +51,15 @@ class Summary:
 
     outcomes: list[Outcome] = field(default_factory=list)
     skipped: list[Submission] = field(default_factory=list)  # graded before, unchanged
+
+
+def budgets_of(course: Course, bundle: Bundle) -> dict[str, float]:
+    """The wall-clock seconds a submission of each of ``bundle``'s assignments may take,
+    grading and feedback together (:func:`.preprocessors.execute.submission_budget`)."""
+    from autograd_course.grading.preprocessors.execute import submission_budget
+
+    return {name: submission_budget(course.config, bundle.notebooks.get(name, 1))
+            for name in bundle.assignments}
 
 
 def bundle_for(course: Course, assignments: list[str], settings: dict) -> Bundle:
@@ -66,7 +76,8 @@ def bundle_for(course: Course, assignments: list[str], settings: dict) -> Bundle
     archive, graded_cells = prepared(course, assignments)
     for name in assignments:
         gradebook.register(course, name, graded_cells[name])
-    return Bundle(tuple(assignments), archive, settings)
+    return Bundle(tuple(assignments), archive, settings,
+                  {name: len(graded_cells[name]) for name in assignments})
 
 
 def prepared(course: Course, assignments: list[str]) -> tuple[bytes, dict]:
@@ -158,8 +169,9 @@ def grade_class(course: Course, submissions: list[Submission], *, jobs: int = 1,
             return summary
         bundle = bundle_for(course, sorted({t.submission.assignment for t in todo}),
                             settings or {})
-        results = (_on_cluster(todo, bundle, scheduler) if scheduler
-                   else _on_this_machine(todo, bundle, jobs))
+        budgets = budgets_of(course, bundle)
+        results = (_on_cluster(todo, bundle, scheduler, budgets) if scheduler
+                   else _on_this_machine(todo, bundle, jobs, budgets))
         with gradebook.Writer(course) as writer:
             for outcome in results:
                 if outcome.ok:
@@ -177,67 +189,75 @@ def grade_class(course: Course, submissions: list[Submission], *, jobs: int = 1,
 
 
 # -- worker processes on this machine ----------------------------------------------------
-_bundle: list[Bundle] = []  # the run's bundle, in a worker
-
-
-def _start(bundle: Bundle, grader: int) -> None:
-    """A worker's start: keep the bundle, and exit if the grading run ``grader`` dies (a
-    worker left alone would block forever sending its result to no one)."""
-    _bundle[:] = [bundle]
-
-    def watch() -> None:
-        while True:
-            time.sleep(0.5)
-            try:
-                os.kill(grader, 0)
-            except ProcessLookupError:
-                tasks.forget()
-                os._exit(1)
-
-    threading.Thread(target=watch, name="watch-the-grader", daemon=True).start()
-
-
-def _grade_here(task: Task) -> Outcome:
-    return tasks.grade(task, _bundle[0])
-
-
 def _context():
-    methods = multiprocessing.get_all_start_methods()
-    if "forkserver" in methods:
-        context = multiprocessing.get_context("forkserver")
-        # The server imports the grader (and with the judge, torch) once; workers fork from it.
-        context.set_forkserver_preload(["autograd_course.grading.tasks",
-                                        "autograd_course.grading.judge"])
-        return context
-    return multiprocessing.get_context("spawn")
+    """How grading children start (:func:`.bounded.context`: a forkserver that has imported
+    the grader and torch once)."""
+    return bounded.context(tasks.PRELOAD)
 
 
-def _pool_run(todo: list[Task], bundle: Bundle, jobs: int,
-              broken: list[Task]) -> Iterator[Outcome]:
-    with ProcessPoolExecutor(max_workers=max(1, min(jobs, len(todo))), mp_context=_context(),
-                             initializer=_start, initargs=(bundle, os.getpid())) as pool:
-        futures = {pool.submit(_grade_here, task): task for task in todo}
-        for future in as_completed(futures):
-            try:
-                yield future.result()
-            except BrokenProcessPool:
-                broken.append(futures[future])
-
-
-def _on_this_machine(todo: list[Task], bundle: Bundle, jobs: int
+def _on_this_machine(todo: list[Task], bundle: Bundle, jobs: int, budgets: dict[str, float]
                      ) -> Iterator[Outcome]:
-    broken: list[Task] = []
-    yield from _pool_run(todo, bundle, jobs, broken)
-    for task in broken:  # the pool broke: again, each alone
-        again: list[Task] = []
-        yield from _pool_run([task], bundle, 1, again)
-        for left in again:
-            yield Outcome(left.submission, False, left.digest, error=KILLED)
+    """Grade ``todo`` in at most ``jobs`` grading children (:class:`.bounded.Child`), one
+    submission at a time each, each within its assignment's budget (``budgets``). A child
+    that overruns is killed with its kernels (the submission fails for time) and one that
+    dies (a signal, the OOM killer) is let go (its submission is tried once more, alone in a
+    new child); either way a new child takes the next submission."""
+    from multiprocessing.connection import wait
+
+    ctx = _context()
+    waiting = [(task, 1) for task in todo]  # a task, and how many times it may still die
+    retry: list[tuple[Task, int]] = []
+    idle: list[bounded.Child] = []
+    busy: dict[bounded.Child, tuple[Task, int]] = {}
+    width = max(1, min(jobs, len(todo)))
+    try:
+        while waiting or retry or busy:
+            # a submission that killed its child is tried again alone, once nothing else runs
+            if not waiting and retry and not busy:
+                waiting.append(retry.pop(0))
+            while waiting and len(busy) < width:
+                task, lives = waiting.pop(0)
+                child = idle.pop() if idle else bounded.Child(
+                    ctx, tasks.serve, (bundle,), on_orphan=tasks.forget)
+                child.send(tasks.grade_served, (task,), budgets[task.submission.assignment])
+                busy[child] = (task, lives)
+            soonest = min(child.deadline for child in busy)
+            wait([w for child in busy for w in child.waitables],
+                 max(0.0, soonest - time.monotonic()))
+            for child in list(busy):
+                task, lives = busy[child]
+                try:
+                    outcome = child.receive(timeout=0)
+                except bounded.Overrun as exc:
+                    del busy[child]
+                    yield tasks.failed(task, str(exc))
+                    continue
+                except bounded.Died:
+                    del busy[child]
+                    if lives:
+                        retry.append((task, lives - 1))
+                    else:
+                        yield tasks.failed(task, tasks.KILLED)
+                    continue
+                except Exception as exc:  # noqa: BLE001 - grading itself failed in the child
+                    outcome = tasks.failed(task, bounded.said(exc))
+                if outcome is bounded.PENDING:  # still grading
+                    continue
+                del busy[child]
+                idle.append(child)
+                yield outcome
+    finally:
+        for child in idle:
+            child.close()
+        for child in busy:
+            child.kill()
 
 
 # -- a Dask cluster ---------------------------------------------------------------------------
-def _on_cluster(todo: list[Task], bundle: Bundle, scheduler: str
+def _on_cluster(todo: list[Task], bundle: Bundle, scheduler: str, budgets: dict[str, float]
                 ) -> Iterator[Outcome]:
+    """Each submission is a task that grades it in a grading child of its Dask worker, which
+    holds its budget (:func:`.tasks.grade_within`)."""
     from distributed import Client
     from distributed import as_completed as dask_completed
     from distributed.scheduler import KilledWorker
@@ -251,8 +271,8 @@ def _on_cluster(todo: list[Task], bundle: Bundle, scheduler: str
         for task in todo:
             s = task.submission
             key = f"grade-{s.assignment}-{s.student}-{task.digest[:12]}"
-            futures[client.submit(tasks.grade, task, shipped, key=key,
-                                  pure=False)] = task
+            futures[client.submit(tasks.grade_within, task, shipped, budgets[s.assignment],
+                                  key=key, pure=False)] = task
         for future in dask_completed(futures):
             task = futures[future]
             try:

@@ -8,6 +8,10 @@ so a check costs about what ``nbgrader validate`` costs. The hidden inputs are s
 course's secret and the student's id, as in grading: the same notebook gets the same verdict
 from ``check`` and from ``grade``.
 
+The notebook is graded in a child process (:mod:`.bounded`), which this process kills when
+the notebook's budget (``c.JudgedExecute.submission_seconds``) is spent: the check then fails
+for time, with the reason, and the next notebook is checked.
+
 The cache is only ever a shortcut. A prepared course carries a stamp (:data:`STAMP`: the
 fingerprint, the course root it was made for, the package and nbgrader that made it) and is
 used only when its stamp, its config, its notebooks and its gradebook are all what this course
@@ -19,6 +23,7 @@ written is replaced by a private build for the one check.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import getpass
 import hashlib
@@ -34,6 +39,7 @@ from pathlib import Path
 
 from autograd_course import __version__
 from autograd_course.grading import record
+from autograd_course.grading.containment import STOPPED, GradingStopped, stopped
 from autograd_course.grading.course import CONFIG_FILE, Course, CourseError
 from autograd_course.grading.release import prepare
 from autograd_course.grading.tasks import sqlite_url
@@ -214,10 +220,15 @@ def student_of(notebook: Path, student: str | None) -> str:
 
 
 def nbgrader_failure(result: dict) -> str:
-    """Why nbgrader's API could not grade, in one line: its first specific error, not its
+    """Why nbgrader's API could not grade, in one line: the reason of a notebook whose grading
+    stopped (:class:`~.containment.GradingStopped`), else its first specific error, not its
     closing "Please see the above traceback"."""
     generic = ("There was an error processing", "Please see the", "Traceback")
     log = record.strip_ansi(result.get("log") or "")
+    stopped_by = GradingStopped.__module__ + "." + GradingStopped.__name__ + ": "
+    for line in log.splitlines():  # a logged traceback's lines, indented by nbgrader
+        if line.strip().startswith(stopped_by):
+            return line.strip().removeprefix(stopped_by)
     for line in log.splitlines():
         if line.startswith("[ERROR]"):
             text = line.removeprefix("[ERROR]").strip()
@@ -245,16 +256,62 @@ def check(root: Path, notebook: Path, student: str | None = None) -> list[record
             try:
                 cached, built = prepared_course(course, assignment, rebuild=rebuild,
                                                 scratch=scratch)
-                found, problem = _grade(course, cached, scratch / f"course-{attempt}",
-                                        notebook, assignment, student)
+                found, problem = _grade_bounded(course, cached, scratch / f"course-{attempt}",
+                                                notebook, assignment, student)
             except (OSError, shutil.Error, CourseError) as exc:  # a cached course that
                 found, built = None, False  # vanished meanwhile, or is not one any more
                 problem = f"{type(exc).__name__}: {exc}"
+            except (Exception, KeyboardInterrupt):
+                raise
+            except BaseException as exc:  # noqa: BLE001 - SystemExit...: this notebook's alone
+                raise RuntimeError(str(stopped(exc, "grading"))) from None
             if found:
                 return found
-            if built:  # a fresh build did not help: a second one would not either
-                break
+            if built or problem.startswith(STOPPED):  # a fresh build would not help: the
+                break  # course was new, or the notebook's own grading stopped
         raise RuntimeError(problem)
+
+
+# -- the budget: the notebook is graded in a child process that this one holds ---------------
+_children: list = []  # this process's grading child, kept for the next notebook it checks
+#: Preloaded by the forkserver that checking children fork from (torch, with the judge).
+PRELOAD = ["autograd_course.grading.selfcheck", "autograd_course.grading.judge"]
+
+
+def _start_child(scratch: str, notebooks: int | None, wait: bool) -> None:
+    """A checking child's start: the parent's plan of warm kernels (:func:`.warm.plan`), and
+    nbgrader's SQLAlchemy notes kept out of the learner's way, as in :func:`check`."""
+    from autograd_course.grading import warm
+
+    warm.plan(notebooks, wait)
+    warnings.filterwarnings("ignore", module="nbgrader")
+
+
+def _grade_bounded(course: Course, cached: Path, work: Path, notebook: Path, assignment: str,
+                   student: str) -> tuple[list[record.GradeRecord] | None, str]:
+    """:func:`_grade` in this process's grading child (:class:`.bounded.Child`, started at
+    the first check and kept, with its zygote, for the next), within the submission's budget
+    (:func:`.preprocessors.execute.submission_budget`): past it, the child and its kernels are
+    killed and the check fails for time (RuntimeError). A child that dies is replaced once."""
+    from autograd_course.grading import bounded, warm
+    from autograd_course.grading.preprocessors.execute import submission_budget
+
+    seconds = submission_budget(course.config, 1)
+    for _ in range(2):
+        if not (_children and _children[0].alive):
+            plan = warm._plan  # noqa: SLF001 - the plan this process was given, for the child
+            _children[:] = [bounded.Child(bounded.context(PRELOAD), _start_child,
+                                          (plan.notebooks, plan.wait))]
+            atexit.register(_children[0].close)  # else multiprocessing waits for it at exit
+        try:
+            return _children[0].call(_grade, course, cached, work, notebook, assignment,
+                                     student, seconds=seconds)
+        except bounded.Overrun as exc:
+            raise RuntimeError(str(exc)) from None
+        except bounded.Died:
+            continue
+    raise RuntimeError("the grading process died twice while it graded this notebook "
+                       "(a signal, or out of memory)")
 
 
 def _grade(course: Course, cached: Path, work: Path, notebook: Path, assignment: str,

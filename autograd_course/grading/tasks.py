@@ -18,6 +18,7 @@ Only the main process writes the course's gradebook and files (:mod:`.gradebook`
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import io
 import json
@@ -27,6 +28,7 @@ import shutil
 import sys
 import tarfile
 import tempfile
+import threading
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -44,6 +46,7 @@ class Bundle:
     assignments: tuple[str, ...]
     archive: bytes  # a tar.gz of the prepared course
     settings: dict  # JudgedExecute settings: secret, limits, folders to hide
+    notebooks: dict[str, int] = field(default_factory=dict)  # assignment -> its notebooks
 
     @property
     def key(self) -> str:
@@ -171,8 +174,11 @@ def _course_of(bundle: Bundle):
 
 
 def _scratch() -> str | None:
-    """Where a worker unpacks courses: a Dask worker's own folder (Dask removes it with the
-    worker, however the worker ends), else the system's temporary folder."""
+    """Where a worker unpacks courses: a grading child's own folder (its parent removes it
+    with the child, however the child ends: :class:`.bounded.Child`), a Dask worker's own
+    folder (Dask removes it with the worker), else the system's temporary folder."""
+    if _served:
+        return _served[0]
     if "distributed" in sys.modules:  # imported in every Dask worker, never in a pool worker
         from distributed import get_worker
 
@@ -197,6 +203,72 @@ def the_bundle(bundle: Bundle) -> Bundle:
     cluster computes it again from the task (data scattered to workers dies with them, and
     the tasks that needed it would be cancelled instead of retried)."""
     return bundle
+
+
+# -- in a grading child (bounded.Child): the parent holds each submission's budget ---------
+_served: list = []  # in a grading child: its scratch folder, and the run's bundle
+
+#: Preloaded by the forkserver that grading children fork from (torch, with the judge).
+PRELOAD = ["autograd_course.grading.tasks", "autograd_course.grading.judge"]
+#: Why a submission whose grading process died every time it was tried got 0.
+KILLED = ("KilledWorker: the grading process was killed while grading this submission, every "
+          "time it was tried (a signal, or out of memory)")
+
+
+def serve(scratch: str, bundle: Bundle) -> None:
+    """A grading child's start (:class:`.bounded.Child`): it grades ``bundle``'s
+    submissions and unpacks its course in ``scratch``."""
+    _served[:] = [scratch, bundle]
+
+
+def grade_served(task: Task) -> Outcome:
+    """Grade ``task`` in this grading child, with the bundle it serves."""
+    return grade(task, _served[1])
+
+
+def failed(task: Task, reason: str) -> Outcome:
+    """The outcome of a submission that could not be graded, and why (its last line is the
+    reason its grade record gives)."""
+    return Outcome(task.submission, False, task.digest, error=reason)
+
+
+_idle: list = []  # on a Dask worker: its grading children waiting for the next submission
+_idle_lock = threading.Lock()
+
+
+def grade_within(task: Task, bundle: Bundle, seconds: float, tries: int = 2) -> Outcome:
+    """:func:`grade` in a grading child of this (Dask worker) process, which holds the
+    budget of ``seconds`` (:mod:`.bounded`): a submission that outruns it fails for time (it
+    is not tried again), and the child, with its kernels, is killed. A child that dies is
+    replaced and the submission tried again, ``tries`` times in all. Children are kept for
+    the next submission of the same bundle (with their unpacked course and zygote); those of
+    other bundles end."""
+    from autograd_course.grading import bounded
+
+    for _ in range(tries):
+        with _idle_lock:
+            child = None
+            while _idle and child is None:
+                child = _idle.pop()
+                if child.bundle_key != bundle.key or not child.alive:
+                    child.close()
+                    child = None
+        if child is None:
+            child = bounded.Child(bounded.context(PRELOAD), serve, (bundle,), on_orphan=forget)
+            child.bundle_key = bundle.key
+            atexit.register(child.close)  # ends with the worker (if killed: _serve watches)
+        try:
+            outcome = child.call(grade_served, task, seconds=seconds)
+        except bounded.Overrun as exc:
+            return failed(task, str(exc))
+        except bounded.Died:
+            continue
+        except Exception as exc:  # noqa: BLE001 - grading itself failed in the child
+            outcome = failed(task, bounded.said(exc))
+        with _idle_lock:
+            _idle.append(child)
+        return outcome
+    return failed(task, KILLED)
 
 
 def grade(task: Task, bundle: Bundle) -> Outcome:

@@ -16,7 +16,8 @@ One class per module, as in nbgrader's own ``preprocessors`` package:
   formgrader and the feedback show;
 - feedback (:mod:`.feedback`): :class:`HideHiddenTests` removes hidden-test code and
   tracebacks from the feedback; :class:`ShowCommentsAsText` shows the automatic diagnostic
-  and the instructor's comment, both, as text; its page
+  and the instructor's comment, both, as text; :class:`ListOtherFiles` keeps the
+  submission's files out of ``feedback/`` and lists them as text; its page
   is written by :class:`FeedbackExporter` (:mod:`.exporter`), which compiles nbconvert's
   templates once per process.
 
@@ -26,11 +27,11 @@ The kernel's provisioning (started in the sandbox, logged, watched) is :mod:`..k
 from .cells import cell_role
 from .execute import NOT_SANDBOXED, PASSED, JudgedExecute
 from .exporter import FeedbackExporter, TolerantNotebookExporter
-from .feedback import HideHiddenTests, ShowCommentsAsText, strip_hidden_tests
+from .feedback import HideHiddenTests, ListOtherFiles, ShowCommentsAsText, strip_hidden_tests
 from .inert import MakeInert
 from .repair import RepairSubmission
 from .results import RecordResults
 
 __all__ = ["NOT_SANDBOXED", "PASSED", "FeedbackExporter", "HideHiddenTests", "JudgedExecute",
-           "MakeInert", "RecordResults", "RepairSubmission", "ShowCommentsAsText",
+           "ListOtherFiles", "MakeInert", "RecordResults", "RepairSubmission", "ShowCommentsAsText",
            "TolerantNotebookExporter", "cell_role", "strip_hidden_tests"]

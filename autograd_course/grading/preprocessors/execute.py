@@ -16,7 +16,8 @@ from nbgrader import utils
 from nbgrader.coursedir import CourseDirectory
 from traitlets import Bool, Integer, List, Unicode
 
-from autograd_course.grading import intake, sandbox, scan, warm
+from autograd_course.grading import intake, sandbox, scan, served, warm
+from autograd_course.grading.containment import contained
 from autograd_course.grading.course import SECRET_FILE, read_secret
 from autograd_course.grading.kernel import KernelPlan, SandboxedExecute
 
@@ -105,6 +106,15 @@ class JudgedExecute(SandboxedExecute):
         110, help="Wall-clock seconds one notebook may take to grade, its kernel's start "
         "included; past it the kernel is stopped and the tests that had not run get 0."
     ).tag(config=True)
+    submission_seconds = Integer(
+        0, help="Wall-clock seconds one submission may take, grading and feedback of all its "
+        "notebooks together, held by the process that started the grading (autograd-course "
+        "grade and check; see autograd_course/grading/bounded.py): past it the grading "
+        "process is killed and the submission gets 0 with the reason. 0: notebook_seconds "
+        "and 10 s for each notebook, and 60 s more for nbgrader's own work and the feedback. "
+        "Plain nbgrader has no such parent: there notebook_seconds and the output caps of "
+        "MakeInert bound the work."
+    ).tag(config=True)
     max_cells = Integer(
         300, help="Cells of a notebook that are run: every answer and test cell, and the "
         "student's own other cells while there is room."
@@ -123,6 +133,7 @@ class JudgedExecute(SandboxedExecute):
         f"{SECRET_FILE}, made on first use)."
     ).tag(config=True)
 
+    @contained  # a SystemExit or other BaseException: this notebook's failure (GradingStopped)
     def preprocess(self, nb, resources):
         judge.start()
         self._budget_end = time.monotonic() + self.notebook_seconds
@@ -182,6 +193,8 @@ class JudgedExecute(SandboxedExecute):
                 cell.outputs = [error_output("NotRun", reason)]
         if not sandboxed:
             notes.append(NOT_SANDBOXED)
+        if not sandbox.seccomp_on():  # the filter of cold and warm kernels (sandbox.py)
+            notes.append(sandbox.SECCOMP_OFF)
         notes += [f"the course's locked cell failed in the judge: {e}"
                   for e in (self.session.locked_errors if self.session else [])]
         state.update(notes=notes, flags=flags, flagged=sorted(flagged), failure=failure,
@@ -249,8 +262,9 @@ class JudgedExecute(SandboxedExecute):
     def _bring_back_files(self, resources) -> None:
         """Put the files the notebook wrote in its working folder into the autograded folder,
         as nbgrader's kernel, which runs there, would: within the limits of a submission's
-        files, never over a notebook or the submission's timestamp, and never read as the
-        grader's data (the grade records live elsewhere, :mod:`..record`)."""
+        files, never over a notebook or the submission's timestamp, never read as the
+        grader's data (the grade records live elsewhere, :mod:`..record`), and under a name
+        Jupyter serves as text or a download, never as a page (:func:`..served.safe_name`)."""
         folder = resources.get("metadata", {}).get("path")
         if not folder or not Path(folder).is_dir():
             return
@@ -267,7 +281,7 @@ class JudgedExecute(SandboxedExecute):
             if (name.endswith(".ipynb") or name == "timestamp.txt" or len(data) > limit
                     or ((given / name).is_file() and (given / name).read_bytes() == data)):
                 continue
-            target = Path(folder) / name
+            target = Path(folder) / served.safe_name(name)  # never a page Jupyter serves
             if target.is_symlink() or Path(folder).resolve() not in target.resolve().parents:
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -441,3 +455,18 @@ class _Unresponsive(Exception):
 
 class _BudgetSpent(Exception):
     pass
+
+
+#: Seconds of a submission's budget for nbgrader's own work and its feedback pages, beyond
+#: its notebooks' (see :attr:`JudgedExecute.submission_seconds`).
+FEEDBACK_SECONDS = 60
+
+
+def submission_budget(config, notebooks: int) -> int:
+    """The wall-clock seconds a submission of ``notebooks`` notebooks may take under
+    ``config`` (:attr:`JudgedExecute.submission_seconds`, or what its 0 means)."""
+    traits = JudgedExecute.class_traits()
+    given = config.get("JudgedExecute", {})
+    seconds, per_notebook = (given.get(name, traits[name].default())
+                             for name in ("submission_seconds", "notebook_seconds"))
+    return int(seconds) or max(1, notebooks) * (int(per_notebook) + 10) + FEEDBACK_SECONDS

@@ -1,14 +1,18 @@
-"""The feedback a student gets: results and diagnoses, never the hidden tests."""
+"""The feedback a student gets: results and diagnoses, never the hidden tests, and no file of
+the submission's but as a line of text."""
 
 from __future__ import annotations
 
+import os
 import warnings
+from pathlib import Path
 
+import nbformat
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from .cells import is_test_cell
-from .inert import as_text
+from .cells import course_paths, is_test_cell
+from .inert import as_text, plain
 
 HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
 HIDDEN_END = "### END HIDDEN TESTS"
@@ -100,3 +104,44 @@ def shown_comment(auto: str | None, manual: str | None) -> str:
     if auto and manual and auto.strip() != manual.strip():
         return f"{MANUAL_LABEL}\n\n{as_text(manual)}\n\n{AUTO_LABEL}\n\n{as_text(auto)}"
     return as_text(manual or auto or "")
+
+
+#: The heading of the feedback's list of the submission's other files.
+FILES_HEADING = ("**The other files of this submission** (kept for the grader, not part of "
+                 "the feedback):")
+
+
+class ListOtherFiles(NbGraderPreprocessor):
+    """Keep the submission's files out of ``feedback/``, and list them on the page as text.
+
+    nbgrader's GenerateFeedback copies every file of the student's ``autograded/`` folder
+    into ``feedback/`` before it makes the pages, from where Jupyter would serve them. This
+    removes from the student's feedback folder every file but nbgrader's: the pages of the
+    notebooks graded (``NAME.html`` for each ``NAME.ipynb`` in ``autograded/``) and
+    ``timestamp.txt`` (which nbgrader's release_feedback reads). The page ends with the list
+    of the files (relative name and size) as literal text. Without a student and assignment
+    in the resources it changes nothing.
+    """
+
+    def preprocess(self, nb, resources):
+        coursedir, assignment, _ = course_paths(self.config, resources)
+        student = resources.get("nbgrader", {}).get("student")
+        graded = resources.get("metadata", {}).get("path")
+        if not (student and assignment and graded and os.path.isdir(graded)):
+            return nb, resources
+        graded = Path(graded)
+        pages = {p.stem + ".html" for p in graded.glob("*.ipynb")} | {"timestamp.txt"}
+        listed = sorted(f"{plain(str(p.relative_to(graded)))} ({p.stat().st_size} bytes)"
+                        for p in graded.rglob("*") if p.is_file() and not p.is_symlink()
+                        and p.suffix != ".ipynb" and p.name != "timestamp.txt")
+        feedback = Path(coursedir.format_path(coursedir.feedback_directory, student, assignment))
+        for path in sorted(feedback.rglob("*"), reverse=True) if feedback.is_dir() else []:
+            if path.is_symlink() or not path.is_dir():
+                if not (path.parent == feedback and path.name in pages and path.is_file()):
+                    path.unlink(missing_ok=True)
+            elif not any(path.iterdir()):  # a folder emptied (files come before their folder)
+                path.rmdir()
+        if listed:
+            nb.cells.append(nbformat.v4.new_markdown_cell(
+                f"{FILES_HEADING}\n\n{as_text(chr(10).join(listed))}"))
+        return nb, resources

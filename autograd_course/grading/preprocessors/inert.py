@@ -15,7 +15,18 @@ pipeline, so that the notebook on disk in ``autograded/`` is already clean for e
   text (a fenced code block, which Markdown renders as escaped text in ``<pre>`` and MathJax
   skips), so no HTML, link or image of theirs reaches the page;
 - **metadata**: a cell keeps only well-formed nbgrader metadata (tags, attachments and the
-  rest go); the notebook keeps only its kernel and language (notebook widget state goes).
+  rest go); the notebook keeps only its kernel and language (notebook widget state goes);
+- **text** (streams, errors' name, value and traceback, ``text/plain``) loses every terminal
+  escape sequence and every other ESC or C1 control character (:func:`plain`), so no page
+  maker spends time on colour codes (nbconvert's ``ansi2html`` took 98 s on 1 MB lines of
+  them), and the outputs kept are capped: :data:`MAX_CELL` bytes of each cell's outputs and
+  :data:`MAX_NOTEBOOK` of the notebook's (a test cell's verdict counts against its cell's cap
+  only); what is cut ends with a note that says so;
+- **files** beside the notebook in ``autograded/`` (the student's, the kernel's) get names
+  Jupyter serves as text, an image or a download, never as a page (:mod:`..served`).
+
+These bounds make the pages' cost bounded by construction, also under plain nbgrader, where
+no parent process holds a budget (:mod:`..bounded`).
 
 Honest pictures still show: matplotlib's figures are PNG, and so are the computation graphs
 :mod:`autograd_course.graphs` draws. SVG is never parsed here.
@@ -25,17 +36,27 @@ from __future__ import annotations
 
 import base64
 import binascii
+import os
 import re
+from pathlib import Path
 
 import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from .cells import course_paths, grade_id, release_notebook
+from autograd_course.grading import served
+
+from .cells import cell_role, course_paths, grade_id, release_notebook
 
 #: Output kinds kept as they are (checked); everything else is removed.
 TEXT = "text/plain"
 IMAGES = {"image/png": b"\x89PNG\r\n\x1a\n", "image/jpeg": b"\xff\xd8\xff"}
 MAX_IMAGE = 8 * 2**20  # bytes of one image
+MAX_CELL = 2**20  # bytes of one cell's outputs (text, and images as base64)
+MAX_NOTEBOOK = 4 * 2**20  # bytes of the notebook's outputs
+#: Terminal escape sequences (CSI, OSC, DCS and the like, two-character ones), then any ESC
+#: or C1 control character left.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[\]PX^_][^\x07\x1b]*(?:\x07|\x1b\\)?"
+                      r"|\x1b[ -/]*[0-~]|[\x1b\x80-\x9f]")
 GRADE_ID = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 NBGRADER_KEYS = {"grade": bool, "solution": bool, "locked": bool, "task": bool,
                  "grade_id": str, "points": (int, float), "schema_version": int,
@@ -51,10 +72,86 @@ class MakeInert(NbGraderPreprocessor):
         coursedir, assignment, notebook = course_paths(self.config, resources)
         release = release_notebook(coursedir, assignment, notebook)
         trusted = _course_texts(release)
+        left = MAX_NOTEBOOK
         for index, cell in enumerate(nb.cells):
             nb.cells[index] = inert_cell(cell, trusted)
+            if nb.cells[index].cell_type == "code":
+                verdict = cell_role(cell) == "test"
+                kept = cap_outputs(nb.cells[index], MAX_CELL if verdict else min(MAX_CELL, left))
+                left -= 0 if verdict else kept
         nb.metadata = nbformat.NotebookNode(_notebook_metadata(release))
+        folder = _graded_folder(coursedir, resources)
+        if folder is not None:  # the notebooks' own files are nbgrader's
+            served.make_safe(folder, {p.name for p in folder.glob("*.ipynb")} | {"timestamp.txt"})
         return nb, resources
+
+
+def _graded_folder(coursedir, resources) -> Path | None:
+    """The student's folder in autograded/ that nbgrader is writing, or None (another
+    folder: a notebook made inert anywhere else keeps the files beside it)."""
+    info = resources.get("nbgrader", {})
+    folder = resources.get("metadata", {}).get("path")
+    if not (folder and info.get("student") and info.get("assignment")):
+        return None
+    graded = coursedir.format_path(coursedir.autograded_directory, info["student"],
+                                   info["assignment"])
+    if os.path.realpath(folder) != os.path.realpath(graded) or not os.path.isdir(graded):
+        return None
+    return Path(graded)
+
+
+def cap_outputs(cell, limit: int) -> int:
+    """Keep at most ``limit`` bytes of ``cell``'s outputs (text, and images as base64), in
+    order: a text that goes past it is cut, the outputs after it are dropped, and a note says
+    so. Return the bytes kept."""
+    kept, cut, outputs = 0, 0, []
+    for output in cell.outputs:
+        size = _output_size(output)
+        if cut or kept + size > limit:
+            room = limit - kept
+            fitted = _fit(output, room) if not cut else None
+            cut += size - (_output_size(fitted) if fitted else 0)
+            if fitted is not None:
+                outputs.append(fitted)
+                kept += _output_size(fitted)
+            continue
+        outputs.append(output)
+        kept += size
+    if cut:
+        outputs.append(nbformat.v4.new_output("stream", name="stderr", text=(
+            f"\n[the grader cut this cell's outputs here: {cut} bytes more were not kept "
+            f"(at most {MAX_CELL // 2**20} MiB a cell, {MAX_NOTEBOOK // 2**20} MiB a "
+            "notebook)]\n")))
+    cell.outputs = outputs
+    return kept
+
+
+def _output_size(output) -> int:
+    kind = output.get("output_type")
+    if kind == "stream":
+        return _bytes(output.text)
+    if kind == "error":
+        return _bytes(output.ename) + _bytes(output.evalue) + sum(map(_bytes, output.traceback))
+    return sum(map(_bytes, output.get("data", {}).values()))
+
+
+def _bytes(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _cut(text: str, room: int) -> str:
+    return text.encode("utf-8", "surrogatepass")[:max(0, room)].decode("utf-8", "ignore")
+
+
+def _fit(output, room: int):
+    """The first ``room`` bytes of a text output (a stream, or an error's value), or None."""
+    kind = output.get("output_type")
+    if kind == "stream" and room > 0:
+        return nbformat.v4.new_output("stream", name=output.name, text=_cut(output.text, room))
+    if kind == "error" and room > _bytes(output.ename):
+        return nbformat.v4.new_output("error", ename=output.ename, traceback=[],
+                                      evalue=_cut(output.evalue, room - _bytes(output.ename)))
+    return None
 
 
 def inert_cell(cell, trusted: set[str] = frozenset()):
@@ -94,18 +191,18 @@ def inert_output(output):
     kind = output.get("output_type")
     if kind == "stream":
         name = "stderr" if output.get("name") == "stderr" else "stdout"
-        return nbformat.v4.new_output("stream", name=name, text=_text(output.get("text", "")))
+        return nbformat.v4.new_output("stream", name=name, text=plain(output.get("text", "")))
     if kind == "error":
         traceback = output.get("traceback")
-        lines = [_text(line) for line in traceback[:200]] if isinstance(traceback, list) else []
-        return nbformat.v4.new_output("error", ename=_text(output.get("ename", ""))[:200],
-                                      evalue=_text(output.get("evalue", "")), traceback=lines)
+        lines = [plain(line) for line in traceback[:200]] if isinstance(traceback, list) else []
+        return nbformat.v4.new_output("error", ename=plain(output.get("ename", ""))[:200],
+                                      evalue=plain(output.get("evalue", "")), traceback=lines)
     if kind not in ("display_data", "execute_result"):
         return None
     data = output.get("data") if isinstance(output.get("data"), dict) else {}
     kept, metadata = {}, {}
     if TEXT in data:
-        kept[TEXT] = _text(data[TEXT])
+        kept[TEXT] = plain(data[TEXT])
     for mime, signature in IMAGES.items():
         image = _image(data.get(mime), signature)
         if image is not None:
@@ -122,6 +219,16 @@ def inert_output(output):
         return nbformat.v4.new_output(kind, data=kept, metadata=metadata,
                                       execution_count=count if type(count) is int else None)
     return nbformat.v4.new_output(kind, data=kept, metadata=metadata)
+
+
+def plain(value) -> str:
+    """nbformat text (:func:`_text`) without terminal escape sequences or any other ESC or C1
+    control character (time linear in its length).
+
+    >>> plain(["\\x1b[1;31mred\\x1b[0m ", "\\x1b]8;;http://x\\x07link\\x1b]8;;\\x07 \\x9b31m\\x1b"])
+    'red link 31m'
+    """
+    return _ESCAPES.sub("", _text(value))
 
 
 def _text(value) -> str:

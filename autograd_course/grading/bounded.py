@@ -1,0 +1,263 @@
+"""One wall-clock budget per submission, held by the parent of the work it bounds.
+
+A budget kept inside the process that does the work can be outrun by any library call in it
+(nbconvert's ``ansi2html`` once took 98 s of a 4 s budget on one hostile page). So the course's
+graders do each submission's work in a :class:`Child`, a process that runs the calls its
+parent sends, one at a time, and the parent keeps the clock:
+
+- the parent gives each call its seconds (:meth:`Child.call`, or :meth:`Child.send` and
+  :meth:`Child.receive` for many children at once); past them it kills the child and every
+  process under it (kernels, the zygote, bubblewrap: :func:`kill_tree`), and the call raises
+  :class:`Overrun`: that call's failure alone. The next call needs a new child;
+- a child that dies during a call (a signal, the OOM killer) raises :class:`Died`;
+- an exception in the call comes back as itself; ``SystemExit`` or any other
+  ``BaseException`` that is not an ``Exception``, or one that cannot be pickled, comes back
+  as :class:`Raised`, which names it (the parent never exits for a child's call);
+- a child whose parent dies exits (it would wait forever), calling its ``on_orphan``.
+
+``autograd-course grade`` grades each submission in such a child (:mod:`.runner`: a pool of
+them on this machine; on a Dask worker, children of the Dask worker, :func:`.tasks.grade_within`),
+and so does ``autograd-course check`` (:mod:`.selfcheck`). Under plain ``nbgrader autograde``
+and ``generate_feedback`` there is no parent of the course's: there the work is bounded by
+construction (``JudgedExecute.notebook_seconds`` for the kernel; :class:`.preprocessors.MakeInert`
+strips terminal escape codes and caps the outputs a page is made of).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import shutil
+import signal
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+#: What :meth:`Child.receive` gives while the call still runs.
+PENDING = object()
+
+
+class Overrun(Exception):
+    """The call ran past its budget; its child was killed."""
+
+
+class Died(Exception):
+    """The child died during the call (a signal, out of memory)."""
+
+
+class Raised(Exception):
+    """The call raised what the parent must not raise itself (``SystemExit``, any
+    ``BaseException`` that is not an ``Exception``), or what cannot be pickled: its type and
+    message."""
+
+
+def said(exc: BaseException) -> str:
+    """A call's exception as a reason: its type and message."""
+    return str(exc) if isinstance(exc, Raised) else f"{type(exc).__name__}: {exc}"
+
+
+def context(preload: list[str]):
+    """The start method of children: ``forkserver`` with ``preload`` imported once in the
+    server (children fork from it), else ``spawn``."""
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        found = multiprocessing.get_context("forkserver")
+        found.set_forkserver_preload(preload)
+        return found
+    return multiprocessing.get_context("spawn")
+
+
+class Child:
+    """A worker process that runs its parent's calls one at a time (see the module).
+
+    ``initializer(*initargs)`` runs first in it; ``on_orphan()`` runs there if the parent
+    dies. Each child has a scratch folder of its own (:attr:`scratch`, removed with it,
+    however it ends), given to ``initializer`` as its first argument."""
+
+    def __init__(self, ctx, initializer: Callable | None = None, initargs: tuple = (),
+                 on_orphan: Callable | None = None):
+        self.scratch = Path(tempfile.mkdtemp(prefix="autograd-course-worker-"))
+        self.conn, theirs = ctx.Pipe()
+        self.process = ctx.Process(
+            target=_serve, name="autograd-course-grading",
+            args=(theirs, os.getpid(), initializer, (str(self.scratch), *initargs), on_orphan))
+        # A Dask worker is a daemonic process, which multiprocessing lets have no children
+        # (lest they outlive it): a child here ends with its parent anyway (_serve watches it).
+        flags = multiprocessing.current_process()._config  # noqa: SLF001 - its own flags
+        daemonic = flags.pop("daemon", None)
+        try:
+            self.process.start()
+        finally:
+            if daemonic is not None:
+                flags["daemon"] = daemonic
+        theirs.close()
+        self.deadline: float | None = None  # of the call in progress
+        self.seconds = 0.0
+
+    def send(self, fn: Callable, args: tuple, seconds: float) -> None:
+        """Start the call ``fn(*args)``, which may take ``seconds``."""
+        self.seconds, self.deadline = seconds, time.monotonic() + seconds
+        self.conn.send((fn, args))
+
+    @property
+    def waitables(self) -> list:
+        """What :func:`multiprocessing.connection.wait` wakes on: a reply, or the child's end."""
+        return [self.conn, self.process.sentinel]
+
+    def receive(self, timeout: float | None = None):
+        """The call's result, waiting at most until its deadline (and ``timeout``, when
+        given: then :data:`PENDING` if nothing came). Raises what the call raised,
+        :class:`Overrun` or :class:`Died`."""
+        from multiprocessing.connection import wait
+
+        left = max(0.0, self.deadline - time.monotonic())
+        ready = wait(self.waitables, left if timeout is None else min(left, timeout))
+        if self.conn in ready:
+            try:
+                status, value = self.conn.recv()
+            except (EOFError, OSError):  # it died while it answered
+                return self._died()
+            self.deadline = None
+            if status == "error":
+                raise value
+            return value
+        if self.process.sentinel in ready:
+            return self._died()
+        if time.monotonic() < self.deadline:
+            return PENDING
+        self.kill()
+        raise Overrun(f"the submission's time budget of {self.seconds:g} s "
+                      "(c.JudgedExecute.submission_seconds) was spent before its grading was "
+                      "done: it was stopped")
+
+    def call(self, fn: Callable, *args, seconds: float):
+        """``fn(*args)`` in the child, within ``seconds`` (see :meth:`receive`)."""
+        self.send(fn, args, seconds)
+        while (result := self.receive()) is PENDING:
+            continue
+        return result
+
+    @property
+    def alive(self) -> bool:
+        return self.process.is_alive()
+
+    def _died(self):
+        self.kill()
+        raise Died(f"the grading process died (exit status {self.process.exitcode})")
+
+    def kill(self) -> None:
+        """Kill the child and everything under it, and remove its scratch folder."""
+        if self.process.pid is not None:
+            kill_tree(self.process.pid)
+        self.process.join(5)
+        self._cleanup()
+
+    def close(self) -> None:
+        """Let the child end (it finishes no call), else kill it."""
+        try:
+            self.conn.send(None)
+        except OSError:
+            pass
+        self.process.join(10)
+        if self.process.exitcode is None:
+            self.kill()
+        self._cleanup()
+
+    def _cleanup(self) -> None:
+        self.conn.close()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def _serve(conn, parent: int, initializer, initargs, on_orphan) -> None:
+    """A child's life: run each call it is sent, and send back its result or exception."""
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.5)
+            try:
+                os.kill(parent, 0)
+            except ProcessLookupError:
+                if on_orphan is not None:
+                    on_orphan()
+                shutil.rmtree(initargs[0], ignore_errors=True)  # its scratch folder
+                os._exit(1)
+
+    threading.Thread(target=watch, name="watch-the-parent", daemon=True).start()
+    if initializer is not None:
+        initializer(*initargs)
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return
+        if message is None:
+            return
+        fn, args = message
+        try:
+            reply = ("ok", fn(*args))
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the call's failure goes to the parent
+            reply = ("error", exc if _round_trips(exc) else Raised(f"{type(exc).__name__}: {exc}"))
+        except BaseException as exc:  # noqa: BLE001 - SystemExit and the like, as data
+            reply = ("error", Raised(f"{type(exc).__name__}: {exc}"))
+        try:
+            conn.send(reply)
+        except Exception as exc:  # noqa: BLE001 - an exception (or result) pickle refuses
+            conn.send(("error", Raised(f"{type(exc).__name__}: {exc}")))
+
+
+def _round_trips(exc: Exception) -> bool:
+    """Whether ``exc`` can be pickled and unpickled (an exception whose class needs other
+    arguments than its message cannot be made again in the parent)."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+    except Exception:  # noqa: BLE001 - any failure means no
+        return False
+    return True
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process under ``pid`` now (read from /proc: children, theirs, and so on)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except OSError:  # it ended meanwhile
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def kill_tree(pid: int) -> None:
+    """Kill ``pid`` and every process under it: each is stopped first (so none forks or is
+    orphaned meanwhile), again until no new one appears, then all are killed."""
+    stopped = {pid}
+    _signal(pid, signal.SIGSTOP)
+    for _ in range(100):
+        new = descendants(pid) - stopped  # a stopped process keeps its children
+        if not new:
+            break
+        for child in new:
+            _signal(child, signal.SIGSTOP)
+        stopped |= new
+    for each in stopped:
+        _signal(each, signal.SIGKILL)
+
+
+def _signal(pid: int, which: int) -> None:
+    try:
+        os.kill(pid, which)
+    except (ProcessLookupError, PermissionError):
+        pass
