@@ -31,7 +31,9 @@ from support.toy import hostile_class, make_toy  # noqa: E402
 from autograd_course.testkit import classes  # noqa: E402
 
 ATTACKS = ["attack_sleeping", "attack_forged_reply", "attack_structure_flood",
-           "attack_process_flood", "attack_fill_disk", "attack_output_flood", "many_cells"]
+           "attack_process_flood", "attack_fill_disk", "attack_output_flood", "many_cells",
+           "attack_module_records", "attack_socket_memory", "attack_ansi_output",
+           "attack_keyring", "attack_live_pages"]
 
 
 def make(folder: Path, students: list[str]) -> Path:
