@@ -93,9 +93,11 @@ def test_the_course_pipelines_are_nbgraders_own_with_the_courses_changes(root):
         Autograde, "sanitize_preprocessors")
     assert sanitized.index("RepairSubmission") + 1 == sanitized.index("DeduplicateIds")
     feedback = names(config.GenerateFeedback.preprocessors)
-    ours = ("HideHiddenTests", "ShowCommentsAsText")
+    ours = ("HideHiddenTests", "ShowCommentsAsText", "ListOtherFiles")
     assert [s for s in feedback if s not in ours] == default(GenerateFeedback, "preprocessors")
     assert feedback.index("GetGrades") + 1 == feedback.index("HideHiddenTests")
+    # the submission's files are listed on the page, never left in feedback/, before any HTML
+    assert feedback.index("ListOtherFiles") < feedback.index("CSSHTMLHeaderPreprocessor")
 
 
 def test_text_graph_walks_from_output_to_leaf():

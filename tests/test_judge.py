@@ -13,7 +13,9 @@ import torch
 from support.inprocess import run_judged
 
 from autograd_course import checks
-from autograd_course.grading.judge import AuthoringError, InProcessLink, Session
+from autograd_course.checks import StudentError
+from autograd_course.grading import judge as judging
+from autograd_course.grading.judge import AnswerError, AuthoringError, InProcessLink, Session
 from autograd_course.wire import Handle, RemoteFunction, facts
 
 IMPORTS = "import torch\nfrom autograd_course.checks import *\n"
@@ -412,3 +414,39 @@ def test_a_kernel_that_forks_hides_none_of_its_memory_from_the_judge():
             process.kill()
         holder.kill()
         holder.wait()
+
+
+def test_a_kernel_that_floods_or_never_reads_its_input_requests_fails_its_test():
+    """Found by a hostile review: a kernel that sends input requests and reads no answer
+    would block the judge's send for ever; every request is counted, and a send that cannot
+    go through in 2 s is the test's failure."""
+    import zmq
+
+    from autograd_course.grading.judge import JupyterLink
+
+    class NeverRead:
+        def input(self, value):
+            raise zmq.Again()
+
+    link = object.__new__(JupyterLink)
+    link.client, link.inputs = NeverRead(), 0
+    request = {"msg_type": "input_request", "content": {"prompt": "name? "}}
+    with pytest.raises(AnswerError, match="does not read the answers"):
+        link._answer_input(request, None)
+    link.inputs = judging.MAX_CALLBACKS
+    with pytest.raises(AnswerError, match="asked for input more than"):
+        link._answer_input(request, None)
+
+
+@pytest.mark.parametrize("name", ["UnicodeDecodeError", "UnicodeEncodeError", "ExceptionGroup"])
+def test_a_builtin_error_with_other_arguments_still_arrives_as_the_students(name):
+    error = judging.student_error("q1", {"type": name, "message": "bad byte",
+                                       "builtins": [name, "ValueError", "Exception"]})
+    assert isinstance(error, StudentError) and error.type_name == name
+
+
+def test_the_course_own_modules_are_never_handed_to_a_test_by_a_reply():
+    import autograd_course.grading.judge  # noqa: F401 - held by the judge, not handed out
+
+    assert judging._held_module("autograd_course.grading.judge") is None
+    assert judging._held_module("torch") is torch

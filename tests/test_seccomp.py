@@ -137,6 +137,30 @@ def test_kernels_are_started_through_the_filter(tmp_path):
     assert sandbox.zygote_command(tmp_path)[-1] == "--seccomp"  # its children install it
 
 
+def test_bubblewrap_installs_the_filter_on_the_whole_sandbox(tmp_path):
+    """A sandboxed cold kernel's command opens the grader's copy of the program for
+    bubblewrap's --seccomp, so that bubblewrap's own PID 1 (the kernel's user, without a
+    user of the pool) runs filtered too."""
+    if not (sandbox.seccomp_on() and sandbox.bubblewrap()):
+        pytest.skip("no seccomp or bubblewrap here")
+    folders = sandbox.prepare_folders(tmp_path / "k")
+    argv, sandboxed = sandbox.kernel_command(folders, sandbox.Limits())
+    assert sandboxed and argv[:4] == ["/bin/sh", "-c", 'exec 9<"$0" && exec "$@"',
+                                      str(folders.filter)]
+    bwrap = argv.index(sandbox.bubblewrap())
+    assert argv[argv.index("--seccomp", bwrap) + 1] == "9"
+    assert folders.filter.read_bytes() == seccomp.assemble()
+    assert not str(folders.filter).startswith(str(folders.work))  # never in the sandbox
+    # bubblewrap, started as an unprivileged user in a user namespace, filters its PID 1
+    probe = ("grep -h Seccomp: /proc/1/status /proc/self/status")
+    done = subprocess.run(  # (the file is opened before the user changes, as by a grader)
+        [*argv[:4], "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
+         sandbox.bubblewrap(), "--ro-bind", "/", "/", "--proc", "/proc",
+         "--dev", "/dev", "--unshare-user", "--unshare-pid", "--cap-drop", "ALL",
+         "--seccomp", "9", "sh", "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["Seccomp:", "2", "Seccomp:", "2"], done.stderr
+
+
 # -- keyrings ------------------------------------------------------------------------------
 _libc = ctypes.CDLL(None, use_errno=True)
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="kernels have users of the pool as root")

@@ -23,6 +23,7 @@ import functools
 import io
 import math
 import pickle
+import time
 import types
 
 import cloudpickle
@@ -464,6 +465,63 @@ def sneak(function):
     verdict = session.run_test("run_answer(sneak, proxy(Broken))", "sneak_test")
     assert not verdict.passed
     assert "tensors and numbers only" in verdict.message
+
+
+def test_a_callback_costs_the_judge_no_more_than_its_arguments_size():
+    """Found by a hostile review: a shared structure (a list of 40 references to a list of 40
+    ..., eight deep: 40**8 paths in a 2 kB reply), inputs that broadcast to n**2 or n**3
+    elements, and a container of tensors are refused at once, before the test's function
+    runs; arguments are not kept by the judge."""
+    session = _session('''
+import torch
+
+class Context:
+    saved_tensors = ()
+
+def shared(function):
+    d = 0.0
+    for _ in range(8):
+        d = [d] * 40
+    return function.backward(Context(), d)
+
+def broadcast(function):
+    n = 4000
+    return function.apply(torch.ones(n, 1, dtype=torch.float64),
+                          torch.ones(1, n, dtype=torch.float64))
+
+def many(function):
+    for _ in range(30):
+        function.apply(torch.ones(2**16, dtype=torch.float64))
+    return 0
+''')
+    session.run_locked("""
+class Two(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, y):
+        return x * y
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, grad
+""", "setup2")
+    started = time.monotonic()
+    for answer, function, says in (("shared", "Broken", "tensors and numbers only"),
+                                   ("broadcast", "Two", "the test's own sizes")):
+        verdict = session.run_test(f"run_answer({answer}, proxy({function}))", f"{answer}_test")
+        assert not verdict.passed and says in verdict.message, verdict.message
+    assert time.monotonic() - started < 10
+    kept = len(session._kept)
+    assert session.run_test("run_answer(many, proxy(Broken))", "many_test").passed
+    assert len(session._kept) - kept < 5  # the 30 arguments of 512 kB are not held
+
+
+def test_a_view_sent_into_the_kernel_carries_only_its_own_elements():
+    """Pickling a view sends its whole storage: a test's slice of a larger tensor would carry
+    the rest of it into the kernel."""
+    base = torch.arange(1000.0, dtype=torch.float64)
+    found = pickle.loads(judge._dumps({"x": base[10:13]}, _session("")))["x"]
+    assert torch.equal(found, base[10:13])
+    assert found.untyped_storage().nbytes() == 3 * 8
 
 
 def test_a_proxy_outside_a_call_does_nothing():

@@ -122,6 +122,23 @@ def test_kill_tree_kills_what_a_child_started():
     assert all(_gone(pid) for pid in under)
 
 
+def _die() -> None:
+    os.kill(os.getpid(), 9)
+
+
+def test_a_child_that_died_is_never_looked_for_by_its_old_pid(monkeypatch):
+    """Once a child is reaped its pid may be another process's (found in the suite: a
+    JupyterHub service started meanwhile was killed): kill() signals no reaped pid."""
+    child = bounded.Child(bounded.context([]))
+    with pytest.raises(bounded.Died):
+        child.call(_die, seconds=60)
+    signalled = []
+    monkeypatch.setattr(bounded, "kill_tree", signalled.append)
+    child.kill()
+    child.close()
+    assert child.process.exitcode is not None and signalled == []
+
+
 # -- pages made of bounded, inert text -----------------------------------------------------
 ANSI_LINE = "".join(f"\x1b[{31 + i % 7}m#" for i in range(170_000))  # about 1 MB
 
@@ -182,6 +199,7 @@ def test_feedback_keeps_no_file_of_the_student_and_lists_them_as_text(tmp_path):
         (folder / "sub").mkdir(parents=True)
         for name in ("evil.html", "evil.html.txt", "sub/evil.svg", "timestamp.txt"):
             (folder / name).write_bytes(LIVE)
+    (feedback / "submission_secret.txt").write_text("0123")  # the exchange's: release reads it
     (graded / "toy.ipynb").write_text("{}")
     (feedback / "toy.html").write_text("the page of an earlier run")
     config = Config()
@@ -189,7 +207,8 @@ def test_feedback_keeps_no_file_of_the_student_and_lists_them_as_text(tmp_path):
     resources = {"nbgrader": {"student": "ada", "assignment": "toy", "notebook": "toy"},
                  "metadata": {"path": str(graded)}}
     nb, _ = ListOtherFiles(config=config).preprocess(nbformat.v4.new_notebook(), resources)
-    assert sorted(p.name for p in feedback.rglob("*")) == ["timestamp.txt", "toy.html"]
+    assert sorted(p.name for p in feedback.rglob("*")) == ["submission_secret.txt",
+                                                           "timestamp.txt", "toy.html"]
     listing = nb.cells[-1].source
     assert "```text\n" in listing and f"evil.html ({len(LIVE)} bytes)" in listing
     assert f"sub/evil.svg ({len(LIVE)} bytes)" in listing and "timestamp" not in listing
@@ -317,7 +336,8 @@ def test_student_files_are_never_served_as_pages(graded, grader):
     for student in STUDENTS:
         feedback = where / "feedback" / student / "toy"
         kept = {p.name for p in feedback.rglob("*")}  # timestamp.txt where one was submitted
-        assert "toy.html" in kept and kept <= {"timestamp.txt", "toy.html"}, kept
+        assert "toy.html" in kept and kept <= {"timestamp.txt", "submission_secret.txt",
+                                               "toy.html"}, kept
     page = (where / "feedback" / "attack_live_pages" / "toy" / "toy.html").read_text()
     assert f"evil.html.txt ({len(LIVE)} bytes)" in page
     assert "<script>document.title" not in page

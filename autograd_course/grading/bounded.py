@@ -148,8 +148,10 @@ class Child:
         raise Died(f"the grading process died (exit status {self.process.exitcode})")
 
     def kill(self) -> None:
-        """Kill the child and everything under it, and remove its scratch folder."""
-        if self.process.pid is not None:
+        """Kill the child and everything under it, and remove its scratch folder. Only a
+        child not yet reaped (``exitcode`` None) is looked for by its pid: once reaped, its pid
+        may be another process's (what it started dies with it: ``--die-with-parent``)."""
+        if self.process.pid is not None and self.process.exitcode is None:
             kill_tree(self.process.pid)
         self.process.join(5)
         self._cleanup()

@@ -42,6 +42,7 @@ import functools
 import hashlib
 import hmac
 import io
+import math
 import queue
 import re
 import secrets
@@ -107,7 +108,11 @@ def student_error(label: str, raised: dict) -> StudentError:
     type_name = _text(raised.get("type"), "Exception", 100)
     bases = raised.get("builtins")
     first = _text(bases[0], "", 100) if isinstance(bases, list) and bases else type_name
-    return _error_class(first)(label, type_name, _text(raised.get("message"), "", 2000))
+    message = _text(raised.get("message"), "", 2000)
+    try:
+        return _error_class(first)(label, type_name, message)
+    except TypeError:  # a builtin whose constructor takes other arguments (UnicodeDecodeError)
+        return StudentError(label, type_name, message)
 
 
 class AnswerError(Exception):
@@ -189,6 +194,7 @@ class JupyterLink:
         self.limit = limit
         self.client = judge_client(kernel_manager, limit)
         self.stdin = _connected_stdin(self.client)
+        self.inputs = 0  # input requests answered (a kernel's own included)
 
     def memory(self) -> int:
         """The kernel's memory, all its processes together, as Linux reports it
@@ -261,13 +267,22 @@ class JupyterLink:
     def _answer_input(self, message: dict, answer: Callable[[str], str] | None) -> None:
         """Answer the kernel's ``input_request``: a callback's with ``answer``, any other (a
         student's own ``input()``) with end-of-file."""
+        import zmq
+
+        self.inputs += 1
+        if self.inputs > MAX_CALLBACKS:
+            raise AnswerError(f"the kernel asked for input more than {MAX_CALLBACKS} times")
         content = message.get("content")
         prompt = content.get("prompt") if isinstance(content, dict) else None
         value = "\x04"
         if (message.get("msg_type") == "input_request" and answer is not None
                 and isinstance(prompt, str) and prompt.startswith(CALLBACK)):
             value = answer(prompt)
-        self.client.input(value)
+        try:
+            self.client.input(value)  # the stdin socket's send times out (_connected_stdin)
+        except zmq.Again:
+            raise AnswerError("the kernel does not read the answers to its input requests"
+                              ) from None
 
     def _interrupt(self) -> None:
         """Interrupt the running call (an ``interrupt_request``, as the kernelspec asks)."""
@@ -623,10 +638,7 @@ class Session:
             records = request.get("args") if methods is not None else None
             if method is None or not isinstance(records, list):
                 raise AnswerError("not a function of this test")
-            decoder = self._decoder()
-            args = [decoder.decode(record) for record in records]
-            if not all(_plain(a) for a in args):
-                raise AnswerError("the test's functions take tensors and numbers only")
+            args = _callback_arguments(records, self._callback_decoder())
             self._in_callback = True
             try:
                 with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
@@ -634,8 +646,10 @@ class Session:
                     result = method(*args)
             finally:
                 self._in_callback = False
-            value = base64.b64encode(_dumps(result, self)).decode("ascii")
-            return json.dumps({"value": value})
+            data = _dumps(result, self)
+            if len(data) > MAX_CALLBACK_BYTES:
+                raise AnswerError("the test's function gave too large a result")
+            return json.dumps({"value": base64.b64encode(data).decode("ascii")})
         except Exception as exc:  # noqa: BLE001 - the kernel is told why, the test goes on
             return json.dumps({"error": _cut(f"{type(exc).__name__}: {exc}", 200)})
 
@@ -653,6 +667,15 @@ class Session:
             return Handle(self, handle, record["type"])
 
         return Decoder(wrap, self._keep, deadline=self._deadline)
+
+    def _callback_decoder(self) -> Decoder:
+        """The decoder of a callback's arguments: plain values only (a handle is refused), and
+        nothing kept (they are the kernel's copies, never sent back as its objects)."""
+
+        def refuse(record: dict, handle: int):
+            raise AnswerError("the test's functions take tensors and numbers only")
+
+        return Decoder(refuse, lambda value, handle: None, deadline=self._deadline)
 
     def _keep(self, value, handle: int) -> None:
         self._kept[id(value)] = (value, handle, _stamp(value))
@@ -757,15 +780,30 @@ class _Context:
         pass
 
 
-def _plain(value, depth: int = 0) -> bool:
-    """Whether a decoded value is plain data (no handle of a kernel object)."""
-    if depth > 8:
-        return False
-    if isinstance(value, list | tuple):
-        return all(_plain(v, depth + 1) for v in value)
-    if isinstance(value, dict):
-        return all(_plain(v, depth + 1) for v in value.values())
-    return value is None or isinstance(value, torch.Tensor | bool | int | float | complex | str)
+#: The most elements a callback's tensors may have, each and broadcast together.
+MAX_CALLBACK_ELEMENTS = 2**20
+_FLAT = (type(None), bool, int, float)
+
+
+def _callback_arguments(records: list, decoder: Decoder) -> list:
+    """A callback's arguments: each a tensor or a number (no container: a shared structure
+    would cost the judge a walk of every path through it), at most
+    :data:`MAX_CALLBACK_ELEMENTS` elements each and broadcast together (inputs of shapes
+    (n, 1) and (1, n) would make the test's function work on n² elements)."""
+    if len(records) > 16:
+        raise AnswerError("too many arguments for the test's function")
+    args = [decoder.decode(record) for record in records]
+    if not all(isinstance(a, torch.Tensor) or type(a) in _FLAT for a in args):
+        raise AnswerError("the test's functions take tensors and numbers only")
+    shapes = [a.shape for a in args if isinstance(a, torch.Tensor)]
+    sizes = [math.prod(shape) for shape in shapes]
+    try:
+        joint = math.prod(torch.broadcast_shapes(*shapes)) if shapes else 0
+    except RuntimeError:
+        joint = 0  # not broadcastable: the test's function says so itself
+    if max([joint, *sizes]) > MAX_CALLBACK_ELEMENTS or (sizes and joint > max(sizes)):
+        raise AnswerError("the test's function takes tensors of the test's own sizes")
+    return args
 
 
 def _no_callbacks(prompt: str) -> str:
@@ -781,6 +819,7 @@ def _connected_stdin(client):
 
     socket = client.context.socket(zmq.DEALER)
     socket.linger = 0
+    socket.sndtimeo = 2000  # a kernel that reads no answer never blocks the judge
     socket.identity = client.session.bsession
     monitor = socket.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED)
     try:
@@ -809,8 +848,8 @@ def _held_module(name: str) -> types.ModuleType | None:
     (no ``__main__``, no private module) whose module says it is that name."""
     import sys
 
-    if len(name) > 200 or not _MODULE_NAME.fullmatch(name):
-        return None
+    if len(name) > 200 or not _MODULE_NAME.fullmatch(name) or name.startswith("autograd_course"):
+        return None  # the course's own modules (the grader's among them) are never handed out
     module = sys.modules.get(name)
     if not isinstance(module, types.ModuleType) or vars(module).get("__name__") != name:
         return None
@@ -861,6 +900,15 @@ class _Pickler(cloudpickle.Pickler):
                 "a tensor with a graph cannot be sent into the kernel: build it there, "
                 "with in_kernel(a function that makes it)")
         return None
+
+    def reducer_override(self, obj):
+        """A tensor that views part of a larger storage travels as a copy of its own elements
+        (pickling a view sends its whole storage: values the test never gave the student)."""
+        if type(obj) is torch.Tensor and obj.layout == torch.strided and (
+                obj.untyped_storage().nbytes() > obj.numel() * obj.element_size()):
+            copy = obj.detach().clone().requires_grad_(obj.requires_grad)
+            return copy.__reduce_ex__(self.proto)
+        return super().reducer_override(obj)
 
 
 def _dumps(message: dict, session: Session) -> bytes:

@@ -143,6 +143,11 @@ class Folders:
         """What the grader kept of the kernel's own stdout and stderr."""
         return self.base / "kernel.log"
 
+    @property
+    def filter(self) -> Path:
+        """The system-call filter bubblewrap installs (:func:`_filter_option`)."""
+        return self.base / "seccomp.bpf"
+
 
 @functools.cache
 def bubblewrap() -> str | None:
@@ -346,8 +351,34 @@ def kernel_command(folders: Folders, limits: Limits, *, private: Sequence[Path] 
         argv += ["--unshare-user", "--cap-drop", "ALL"]
         drop = []
     fill = ["/bin/sh", "-c", 'cp -R -- "$0"/. . 2>/dev/null; exec "$@"', str(folders.files)]
-    return [*argv, *drop, *fill, *_limits_prefix(limits, processes=uid is not None),
-            *python], True
+    command = [*argv, *_filter_option(folders), *drop, *fill,
+               *_limits_prefix(limits, processes=uid is not None), *python]
+    return [*_with_filter(folders), *command], True
+
+
+#: The descriptor bubblewrap reads the system-call filter from (:func:`_filter_option`).
+FILTER_FD = 9
+
+
+def _filter_option(folders: Folders) -> list[str]:
+    """bubblewrap's ``--seccomp``, where the filter is on: bubblewrap installs it on every
+    process of the sandbox, its own PID 1 included (which, without a user of the pool, runs
+    as the kernel's user: unfiltered, the kernel could write its memory through /proc/1/mem).
+    The program is a file of the grader's (``base``, never bound into the sandbox)."""
+    if not seccomp_on():
+        return []
+    from autograd_course import seccomp
+
+    folders.filter.write_bytes(seccomp.assemble())
+    return ["--seccomp", str(FILTER_FD)]
+
+
+def _with_filter(folders: Folders) -> list[str]:
+    """The start of a command line that opens the filter's file on :data:`FILTER_FD` for
+    bubblewrap (a command a kernel manager starts cannot be handed a descriptor)."""
+    if not seccomp_on():
+        return []
+    return ["/bin/sh", "-c", f'exec {FILTER_FD}<"$0" && exec "$@"', str(folders.filter)]
 
 
 SECCOMP_OFF = ("seccomp off: the student's kernel ran without the system-call filter "

@@ -27,6 +27,15 @@ class TolerantNotebookExporter(NotebookExporter):
 
     @contained  # the whole pipeline of one notebook: a SystemExit there is its failure alone
     def from_filename(self, filename, resources=None, **kw):
+        try:
+            return self._from_filename(filename, resources, **kw)
+        finally:  # whatever the outcome: nbgrader copied the student's files there first
+            if resources is not None:
+                from .inert import make_files_safe
+
+                make_files_safe(CourseDirectory(config=self.config), resources)
+
+    def _from_filename(self, filename, resources=None, **kw):
         if resources is not None and _is_submitted(filename, resources, self.config):
             start_notes(resources)  # nbgrader's sanitize stage reads submitted/: a new grading
         size, limit = os.path.getsize(filename), max_file_bytes(self.config)

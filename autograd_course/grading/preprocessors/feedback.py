@@ -111,14 +111,19 @@ FILES_HEADING = ("**The other files of this submission** (kept for the grader, n
                  "the feedback):")
 
 
+#: nbgrader's own files of a feedback folder, kept (release_feedback reads both; the exchange
+#: writes the secret of a submission that came through it): plain text.
+NBGRADERS = frozenset({"timestamp.txt", "submission_secret.txt"})
+
+
 class ListOtherFiles(NbGraderPreprocessor):
     """Keep the submission's files out of ``feedback/``, and list them on the page as text.
 
     nbgrader's GenerateFeedback copies every file of the student's ``autograded/`` folder
     into ``feedback/`` before it makes the pages, from where Jupyter would serve them. This
     removes from the student's feedback folder every file but nbgrader's: the pages of the
-    notebooks graded (``NAME.html`` for each ``NAME.ipynb`` in ``autograded/``) and
-    ``timestamp.txt`` (which nbgrader's release_feedback reads). The page ends with the list
+    notebooks graded (``NAME.html`` for each ``NAME.ipynb`` in ``autograded/``), and
+    :data:`NBGRADERS` (which nbgrader's release_feedback reads; text). The page ends with the list
     of the files (relative name and size) as literal text. Without a student and assignment
     in the resources it changes nothing.
     """
@@ -130,10 +135,10 @@ class ListOtherFiles(NbGraderPreprocessor):
         if not (student and assignment and graded and os.path.isdir(graded)):
             return nb, resources
         graded = Path(graded)
-        pages = {p.stem + ".html" for p in graded.glob("*.ipynb")} | {"timestamp.txt"}
+        pages = {p.stem + ".html" for p in graded.glob("*.ipynb")} | NBGRADERS
         listed = sorted(f"{plain(str(p.relative_to(graded)))} ({p.stat().st_size} bytes)"
                         for p in graded.rglob("*") if p.is_file() and not p.is_symlink()
-                        and p.suffix != ".ipynb" and p.name != "timestamp.txt")
+                        and p.suffix != ".ipynb" and p.name not in NBGRADERS)
         feedback = Path(coursedir.format_path(coursedir.feedback_directory, student, assignment))
         for path in sorted(feedback.rglob("*"), reverse=True) if feedback.is_dir() else []:
             if path.is_symlink() or not path.is_dir():

@@ -80,10 +80,17 @@ class MakeInert(NbGraderPreprocessor):
                 kept = cap_outputs(nb.cells[index], MAX_CELL if verdict else min(MAX_CELL, left))
                 left -= 0 if verdict else kept
         nb.metadata = nbformat.NotebookNode(_notebook_metadata(release))
-        folder = _graded_folder(coursedir, resources)
-        if folder is not None:  # the notebooks' own files are nbgrader's
-            served.make_safe(folder, {p.name for p in folder.glob("*.ipynb")} | {"timestamp.txt"})
+        make_files_safe(coursedir, resources)
         return nb, resources
+
+
+def make_files_safe(coursedir, resources) -> None:
+    """Give the files in the student's folder of autograded/ that nbgrader is writing names
+    Jupyter never serves as pages (:func:`..served.make_safe`; the notebooks and nbgrader's
+    timestamp are nbgrader's own). Nothing happens for a notebook graded elsewhere."""
+    folder = _graded_folder(coursedir, resources)
+    if folder is not None:
+        served.make_safe(folder, {p.name for p in folder.glob("*.ipynb")} | {"timestamp.txt"})
 
 
 def _graded_folder(coursedir, resources) -> Path | None:
