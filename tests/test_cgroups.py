@@ -16,14 +16,12 @@ import threading
 import time
 from pathlib import Path
 
-import nbformat
 import pytest
-from traitlets.config import Config
+from support.judged import grade_cells
 
 from autograd_course import memory
 from autograd_course.grading import cgroups, sandbox, warm
 from autograd_course.grading.kernel import NO_CGROUP
-from autograd_course.grading.preprocessors import JudgedExecute
 
 needs_cgroups = pytest.mark.skipif(
     cgroups.usable()[0] is None, reason=f"no usable cgroup here: {cgroups.usable()[1]}")
@@ -74,21 +72,8 @@ print(open("/proc/self/cgroup").read(), flush=True)
 def _grade(tmp_path: Path, cells: list[str], kernel: str, **settings):
     """One notebook through JudgedExecute in a ``kernel`` (warm or cold) kernel; its outputs,
     the grading state and the executor (its cgroup_report)."""
-    course = tmp_path / "course"
-    folder = course / "autograded" / kernel / "a"
-    folder.mkdir(parents=True)
-    config = Config()
-    config.CourseDirectory.root = str(course)
-    config.JudgedExecute.secret = "test"
-    config.JudgedExecute.warm_kernels = kernel == "warm"
-    for name, value in settings.items():
-        setattr(config.JudgedExecute, name, value)
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    resources = {"nbgrader": {"student": kernel, "assignment": "a", "notebook": "n"},
-                 "metadata": {"path": str(folder)}}
-    executor = JudgedExecute(config=config)
-    nb, resources = executor.preprocess(nb, resources)
-    state = resources["autograd_course"]
+    nb, state, executor = grade_cells(tmp_path, cells, kernel, warm=kernel == "warm",
+                                      **settings)
     assert state["kernel"] == kernel, state
     return nb, state, executor
 

@@ -20,13 +20,11 @@ import sys
 import time
 from pathlib import Path
 
-import nbformat
 import pytest
-from traitlets.config import Config
+from support.judged import grade_cells
 
 from autograd_course import seccomp
 from autograd_course.grading import sandbox, warm
-from autograd_course.grading.preprocessors import JudgedExecute
 
 ALLOW, EPERM = seccomp.SECCOMP_RET_ALLOW, seccomp.SECCOMP_RET_ERRNO | errno.EPERM
 ENOSYS = seccomp.SECCOMP_RET_ERRNO | errno.ENOSYS
@@ -236,18 +234,8 @@ print(json.dumps({"uid": __import__("os").getuid(), "found": found}))
 
 
 def _grade(tmp_path, source: str, name: str, *, warm_kernels: bool = False):
-    course = tmp_path / "course"
-    folder = course / "autograded" / name / "a"
-    folder.mkdir(parents=True)
-    config = Config()
-    config.CourseDirectory.root = str(course)
-    config.JudgedExecute.secret = "test"
-    config.JudgedExecute.warm_kernels = warm_kernels
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
-    resources = {"nbgrader": {"student": name, "assignment": "a", "notebook": "n"},
-                 "metadata": {"path": str(folder)}}
-    nb, resources = JudgedExecute(config=config).preprocess(nb, resources)
-    return nb.cells[0].outputs, resources["autograd_course"]
+    nb, state, _ = grade_cells(tmp_path, [source], name, warm=warm_kernels)
+    return nb.cells[0].outputs, state
 
 
 def _scrub(uid: int) -> None:

@@ -14,13 +14,11 @@ import os
 import time
 from pathlib import Path
 
-import nbformat
 import psutil
 import pytest
-from traitlets.config import Config
+from support.judged import grade_cells
 
 from autograd_course.grading import sandbox, warm
-from autograd_course.grading.preprocessors import JudgedExecute
 
 HOSTILE = r'''
 import builtins, os, random, subprocess, sys
@@ -72,19 +70,8 @@ print(json.dumps({
 
 def _grade(tmp_path, source: str, name: str, kernel: str = "warm"):
     """One notebook through JudgedExecute, as nbgrader's autograde runs it, in a ``kernel``
-    (warm or cold) kernel."""
-    course = tmp_path / "course"
-    folder = course / "autograded" / name / "a"
-    folder.mkdir(parents=True)
-    config = Config()
-    config.CourseDirectory.root = str(course)
-    config.JudgedExecute.secret = "test"
-    config.JudgedExecute.warm_kernels = True
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
-    resources = {"nbgrader": {"student": name, "assignment": "a", "notebook": "n"},
-                 "metadata": {"path": str(folder)}}
-    nb, resources = JudgedExecute(config=config).preprocess(nb, resources)
-    state = resources["autograd_course"]
+    (warm or cold) kernel (warm kernels on: the first is cold while the zygote starts)."""
+    nb, state, _ = grade_cells(tmp_path, [source], name, warm=True)
     assert state["kernel"] == kernel, state
     return nb.cells[0].outputs, state
 
