@@ -192,6 +192,23 @@ def test_unsafe_names_get_text_names_and_links_go(tmp_path):
     assert not (tmp_path / "link.csv").is_symlink()
 
 
+def test_the_students_files_are_made_safe_whatever_becomes_of_the_notebook(tmp_path):
+    """nbgrader copies the student's files into autograded/ before it reads the notebook:
+    they get safe names even when reading or grading it fails (found by a hostile review)."""
+    from autograd_course.grading.preprocessors import TolerantNotebookExporter
+
+    graded = tmp_path / "autograded" / "ada" / "toy"
+    graded.mkdir(parents=True)
+    (graded / "evil.html").write_bytes(LIVE)
+    config = Config()
+    config.CourseDirectory.root = str(tmp_path)
+    resources = {"nbgrader": {"student": "ada", "assignment": "toy", "notebook": "toy"}}
+    with pytest.raises(FileNotFoundError):  # the notebook itself is gone
+        TolerantNotebookExporter(config=config).from_filename(str(graded / "toy.ipynb"),
+                                                               resources=resources)
+    assert sorted(p.name for p in graded.iterdir()) == ["evil.html.txt"]
+
+
 def test_feedback_keeps_no_file_of_the_student_and_lists_them_as_text(tmp_path):
     graded = tmp_path / "autograded" / "ada" / "toy"
     feedback = tmp_path / "feedback" / "ada" / "toy"

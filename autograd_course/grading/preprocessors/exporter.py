@@ -33,6 +33,8 @@ class TolerantNotebookExporter(NotebookExporter):
             if resources is not None:
                 from .inert import make_files_safe
 
+                metadata = resources.setdefault("metadata", ResourcesDict())
+                metadata.setdefault("path", os.path.dirname(filename))
                 make_files_safe(CourseDirectory(config=self.config), resources)
 
     def _from_filename(self, filename, resources=None, **kw):
