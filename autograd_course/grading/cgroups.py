@@ -44,6 +44,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograd_course.grading.sandbox import owner_gone
 from autograd_course.memory import KERNEL_CGROUPS
 
 #: The names of kernels' cgroups: the prefix, the grader's pid, a count.
@@ -351,16 +352,8 @@ def sweep_stale(setup: Setup | None = None) -> list[Path]:
     for parent in dict.fromkeys(setup.parents.values()):
         with contextlib.suppress(OSError):
             for entry in parent.iterdir():
-                pid = entry.name.removeprefix(PREFIX).partition("-")[0]
-                if not (entry.name.startswith(PREFIX) and pid.isdigit() and entry.is_dir()):
-                    continue
-                try:
-                    os.kill(int(pid), 0)
-                    continue  # its grader still runs
-                except ProcessLookupError:
-                    pass
-                except (OSError, OverflowError):  # not ours to signal: it runs
-                    continue
+                if not (entry.is_dir() and owner_gone(entry.name, PREFIX)):
+                    continue  # not a kernel's, or its grader still runs
                 folders = {c: p / entry.name for c, p in setup.parents.items()}
                 KernelCgroup(setup, folders, 0).remove()
                 removed.append(entry)

@@ -180,20 +180,11 @@ NO_CGROUP = cgroups.NO_CGROUP
 _said: set[str] = set()  # why kernels have no cgroup, once each per process
 
 
-def _cgroup_limits(plan: KernelPlan, executor) -> tuple[int, int, float]:
+def _cgroup_limits(plan: KernelPlan) -> tuple[int, int, float]:
     """The cgroup limits of ``plan``'s kernel: memory bytes, tasks, cores. The tasks are
     the kernel's process limit, which the cgroup counts with the sandbox's own two or three
-    processes. Without ``plan.limits``: a warm request's, or the executor's settings."""
-    limits = plan.limits
-    if limits is None and plan.warm is not None:
-        given = plan.warm[1]["limits"]
-        limits = sandbox.Limits(**{k: v for k, v in given.items()
-                                   if k in sandbox.Limits.__dataclass_fields__})
-    if limits is None:
-        disk = getattr(executor, "disk_mb", sandbox.Limits.work_mb)
-        limits = sandbox.Limits(memory_mb=plan.memory_limit_mb, work_mb=disk, tmp_mb=disk,
-                                processes=getattr(executor, "max_processes",
-                                                  sandbox.Limits.processes))
+    processes."""
+    limits = plan.limits or sandbox.Limits(memory_mb=plan.memory_limit_mb)
     return limits.cgroup_bytes(), limits.processes, limits.cpus
 
 
@@ -392,7 +383,7 @@ class SandboxedExecute(Execute):
         self._plan = plan
         self.kernel_started = False
         self.cell_timed_out: float | None = None
-        self.cgroup, why = cgroups.create(*_cgroup_limits(plan, self))
+        self.cgroup, why = cgroups.create(*_cgroup_limits(plan))
         #: what the kernel's cgroup saw, read before it was removed (see release_kernel)
         self.cgroup_report: dict | None = None
         if self.cgroup is None and why not in _said:

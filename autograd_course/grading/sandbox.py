@@ -536,6 +536,22 @@ def lock_sockets(folders: Folders) -> None:
                             os.chmod(entry.path, 0o644)
 
 
+def owner_gone(name: str, prefix: str) -> bool:
+    """Whether ``name`` is ``prefix`` + a grading process's id + ``-``... and that process is
+    gone (a process that still runs, or is not ours to signal, is not; nor is a name without
+    an id)."""
+    pid = name.removeprefix(prefix).partition("-")[0]
+    if not (name.startswith(prefix) and pid.isdigit() and len(pid) <= 10):
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except (OSError, OverflowError):  # not ours to signal, or not a process id
+        return False
+    return False
+
+
 def sweep_stale_folders(temp: Path | None = None) -> list[Path]:
     """Remove the host folders of grading kernels (:data:`KERNEL_FOLDERS`) whose grading
     process is gone: one killed (by a person, or the machine's memory killer) could not clean
@@ -545,16 +561,8 @@ def sweep_stale_folders(temp: Path | None = None) -> list[Path]:
     removed = []
     with contextlib.suppress(OSError):
         for entry in temp.iterdir():
-            pid = entry.name.removeprefix(KERNEL_FOLDERS).partition("-")[0]
-            if not (entry.name.startswith(KERNEL_FOLDERS) and pid.isdigit()
-                    and len(pid) <= 10) or entry.is_symlink() or not entry.is_dir():
-                continue
-            try:
-                os.kill(int(pid), 0)
-                continue  # its process still runs
-            except ProcessLookupError:
-                pass
-            except (OSError, OverflowError):  # not ours to signal, or not a process id
+            if entry.is_symlink() or not entry.is_dir() or not owner_gone(entry.name,
+                                                                          KERNEL_FOLDERS):
                 continue
             shutil.rmtree(entry, ignore_errors=True)
             removed.append(entry)

@@ -167,7 +167,8 @@ class JudgedExecute(SandboxedExecute):
                 folders, limits, private=private, uid=uid, use_sandbox=self.sandbox,
                 require=self.require_sandbox)
             forked = (zygote, warm.request(folders, limits, uid)) if zygote and sandboxed else None
-            self.use_kernel(KernelPlan(argv, folders, self.memory_limit_mb, uid, warm=forked))
+            self.use_kernel(KernelPlan(argv, folders, self.memory_limit_mb, uid, warm=forked,
+                                       limits=limits))
             # past the budget (and a grace for nbclient to notice), the kernel is killed
             self.watchdog.deadline = (self._budget_end + 10, self._budget_reason())
             self._seed = (secret, student, assignment, notebook)
