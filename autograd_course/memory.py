@@ -1,12 +1,10 @@
 """What a process holds, read from ``/proc`` (Linux).
 
 Used on both sides: a grader measures a student's kernel from outside it, all its processes
-together (:func:`tree_memory_bytes`: what the kernel's own cgroup holds, where it has one
-(:func:`cgroup_bytes`), memory Linux holds for it included; elsewhere each process's share of
-the anonymous memory it uses, so that forking, which makes every page shared, hides nothing),
-and a learner's visible check measures its own kernel (:func:`private_bytes`). Private
-memory, unlike the resident size, leaves out the pages a process shares: the libraries, and
-after a fork its parent's pages.
+together (:func:`tree_memory_bytes`: each process's share of the anonymous memory it uses, so
+that forking, which makes every page shared, hides nothing), and a learner's visible check
+measures its own kernel (:func:`private_bytes`). Private memory, unlike the resident size,
+leaves out the pages a process shares: the libraries, and after a fork its parent's pages.
 
 >>> import os
 >>> private_bytes(os.getpid()) > 0
@@ -58,43 +56,11 @@ def anonymous_share_bytes(pid: int) -> int:
 KERNEL_CGROUPS = "autograd-course-kernel-"
 
 
-def cgroup_bytes(pid: int) -> int | None:
-    """What the grading kernel's cgroup that ``pid`` is in holds, in bytes (v2
-    ``memory.current``; v1 ``memory.usage_in_bytes`` and TCP buffers, which v1 counts
-    apart), or None where ``pid`` is in no kernel's cgroup (or it cannot be read)."""
-    try:
-        own = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
-        mounts = Path("/proc/self/mountinfo").read_text().splitlines()
-    except OSError:
-        return None
-    for line in own:
-        _, controllers, path = line.split(":", 2)
-        v2 = controllers == ""
-        if not (v2 or "memory" in controllers.split(",")) or not os.path.basename(
-                path).startswith(KERNEL_CGROUPS):
-            continue
-        for mount in mounts:
-            fields = mount.split()
-            kind, supers = fields[fields.index("-") + 1], fields[-1].split(",")
-            if kind == ("cgroup2" if v2 else "cgroup") and (v2 or "memory" in supers):
-                folder = Path(fields[4]) / os.path.relpath(path, fields[3])
-                names = (("memory.current",) if v2 else
-                         ("memory.usage_in_bytes", "memory.kmem.tcp.usage_in_bytes"))
-                with contextlib.suppress(OSError, ValueError):
-                    return sum(int((folder / name).read_text()) for name in names
-                               if (folder / name).exists())
-    return None
-
-
 def tree_memory_bytes(pid: int) -> int:
-    """What a process and all its descendants hold together: their kernel cgroup's memory
-    (:func:`cgroup_bytes`) where they have one; else :func:`anonymous_share_bytes` of each,
-    summed, however they share it among themselves."""
+    """:func:`anonymous_share_bytes` of a process and all its descendants: the memory they
+    hold together, however they share it among themselves."""
     import psutil
 
-    found = cgroup_bytes(pid)
-    if found is not None:
-        return found
     total = anonymous_share_bytes(pid)
     for child in psutil.Process(pid).children(recursive=True):
         with contextlib.suppress(psutil.Error, OSError, ValueError):

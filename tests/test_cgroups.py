@@ -167,11 +167,10 @@ def test_without_a_cgroup_the_record_says_so_and_rlimits_stay(kernel, tmp_path, 
 
 
 @needs_cgroups
-def test_unix_socket_buffers_count_in_a_kernel_cgroup_and_in_the_judges_reading():
+def test_unix_socket_buffers_count_in_a_kernel_cgroup():
     """The empirical check the module's docstring quotes: 200 MiB queued in socket pairs by a
     process that entered a cgroup as a cold kernel does (sandbox.enter_cgroup) show in the
-    cgroup's usage, and so in what the judge reads of the process (memory.tree_memory_bytes),
-    while its private memory stays small."""
+    cgroup's usage, while its private memory stays small."""
     code = SOCKETS.replace("5 * 2**29", "200 * 2**20") + "print('ready', flush=True)\n" + (
         "import sys\nsys.stdin.read()\n")
     cgroup, why = cgroups.create(1024 * 2**20, 32, 1.0)
@@ -184,7 +183,6 @@ def test_unix_socket_buffers_count_in_a_kernel_cgroup_and_in_the_judges_reading(
             assert line, "the process ended"
         assert cgroup.processes() == [process.pid]
         assert cgroup.memory_bytes() > 200 * 2**20
-        assert memory.tree_memory_bytes(process.pid) > 200 * 2**20
         assert memory.private_bytes(process.pid) < 100 * 2**20
     finally:
         cgroup.remove()

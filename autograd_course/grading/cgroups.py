@@ -17,8 +17,10 @@ Rules:
   ``memory.memsw.limit_in_bytes`` the same (no swap); TCP buffers, which v1 counts apart
   (``memory.kmem.tcp.*``), get a limit of their own, :data:`TCP_BYTES`. Past the limit
   Linux's out-of-memory killer ends a process of the cgroup (:meth:`KernelCgroup.oom_kills`).
-  The grader reads the usage (:meth:`KernelCgroup.memory_bytes`; the judge through
-  :func:`autograd_course.memory.cgroup_bytes`).
+  The grader reads the usage (:meth:`KernelCgroup.memory_bytes`). The judge's measurements
+  of what an answer keeps (04 Q1, 08 Q1) read the kernel's processes' anonymous memory
+  instead (:func:`autograd_course.memory.tree_memory_bytes`): a cgroup's usage includes page
+  cache, which Linux may reclaim between two readings.
 - **Processes and CPU.** ``pids.max`` (threads included, as ``RLIMIT_NPROC`` counts them); CPU
   time per 100 ms period (v2 ``cpu.max``, v1 ``cpu.cfs_quota_us``), where the ``cpu``
   controller is there.
