@@ -220,3 +220,99 @@ def test_the_check_finds_payloads_where_nothing_made_them_inert(pages):
     ran = seen["not inert", ""].ran(payloads.MARK)
     assert any("md_img_onerror" in sign for sign in ran), ran  # raw HTML in a markdown cell
     assert any("md_script" in sign for sign in ran), ran
+
+
+# --- formgrader's own Autograde, manual grading and released feedback ------------------------
+
+#: The class formgrader grades with its own Autograde button; each student's roster name.
+NAMED = {"right": ("Ada", "Lovelace"), "attack_frames": ("Blaise", "Pascal")}
+#: What the instructor types into formgrader's comment box of q1 for "right".
+MANUAL_COMMENT = "Well argued: the gradient of a sum of squares, by hand."
+
+
+def collected(base: Path, student: str) -> str:
+    """Leave what `nbgrader collect` leaves beside a submission (its timestamp and secret),
+    so that nbgrader's release_feedback can release it; return the secret."""
+    folder = base / "submitted" / student / "toy"
+    (folder / "timestamp.txt").write_text("2026-11-30 12:00:00.000000 UTC")
+    secret = f"secret-of-{student}"
+    (folder / "submission_secret.txt").write_text(secret)
+    return secret
+
+
+@pytest.fixture(scope="module")
+def formgrader(tmp_path_factory, root, browser):
+    """The class autograded by clicking formgrader's Autograde, a manual comment typed into
+    formgrader, and the feedback generated and released with nbgrader's commands: what the
+    pages showed."""
+    from nbgrader.utils import notebook_hash
+
+    base = make_class(tmp_path_factory.mktemp("formgrader") / "course", root, list(NAMED))
+    (base / "roster.csv").write_text("id,first_name,last_name\n" + "".join(
+        f"{s},{first},{last}\n" for s, (first, last) in NAMED.items()))
+    secret = collected(base, "right")
+    seen = {}
+    with running_lab(base, base.parent / "lab.log") as lab:
+        browser.visit(f"{lab.base}/api/status?token={TOKEN}", settle_ms=0)  # the login
+        page = browser.context.new_page()
+        page.goto(f"{lab.base}/formgrader/manage_submissions/toy", wait_until="load")
+        page.wait_for_selector(".autograde a", timeout=60_000)
+        seen["dialogs"] = []
+        for student in NAMED:  # the button of each student's row (rows move as names come)
+            page.locator("tr", has_text=student).locator(".autograde a").click()
+            dialog = page.wait_for_selector(".modal.in", timeout=300_000)
+            seen["dialogs"].append(dialog.inner_text())
+            page.locator(".modal .btn").last.click()
+            page.wait_for_selector(".modal", state="detached", timeout=30_000)
+        page.close()
+        seen["submissions"] = browser.visit(f"{lab.base}/formgrader/manage_submissions/toy")
+        with Gradebook(f"sqlite:///{base / 'gradebook.db'}") as gb:
+            ids = {s: gb.find_submission_notebook("toy", "toy", s).id for s in NAMED}
+        page = browser.context.new_page()
+        page.set_viewport_size({"width": 1024, "height": 900})
+        page.goto(f"{lab.base}/formgrader/submissions/{ids['attack_frames']}/",
+                  wait_until="load")
+        page.wait_for_selector("textarea.comment", timeout=60_000)
+        seen["flagged"] = page.evaluate("() => document.body.innerText")
+        seen["cut off"] = page.evaluate(
+            "() => [...document.querySelectorAll('.output_area pre')]"
+            ".filter(p => p.scrollWidth > p.clientWidth + 1).map(p => p.innerText)")
+        page.goto(f"{lab.base}/formgrader/submissions/{ids['right']}/", wait_until="load")
+        page.wait_for_selector("#q1-comment[placeholder]", timeout=60_000)  # its model came
+        box = page.locator("#q1-comment")
+        box.fill(MANUAL_COMMENT)
+        with page.expect_response(lambda r: "/formgrader/api/comment/" in r.url):
+            box.dispatch_event("change")  # what leaving the box does: formgrader saves it
+        page.close()
+    # nbgrader's own commands; attack_frames was placed by hand (no secret): released alone
+    for args in (("generate_feedback", "toy", "--force"),
+                 ("release_feedback", "toy", "--student", "right")):
+        done = classes.nbgrader(base, *args)
+        assert done.returncode == 0, done.stderr[-3000:]
+    released = base / "exchange" / "autograd-course" / "feedback" / (
+        notebook_hash(secret=secret, notebook_id="toy") + ".html")
+    seen["released"] = browser.visit(released.as_uri())
+    return seen
+
+
+def test_formgrader_autograde_shows_info_not_the_sandbox_command(formgrader):
+    for dialog in formgrader["dialogs"]:
+        assert "Successfully autograded" in dialog and "[INFO] Autograding" in dialog, dialog
+        assert "[DEBUG]" not in dialog and "bwrap" not in dialog, dialog
+
+
+def test_formgrader_lists_students_by_name_after_its_own_autograde(formgrader):
+    shown = formgrader["submissions"].text
+    for first, last in NAMED.values():
+        assert f"{last}, {first}" in shown, shown
+    assert "None, None" not in shown
+
+
+def test_formgrader_shows_why_a_submission_needs_manual_grading(formgrader):
+    shown = " ".join(formgrader["flagged"].split())
+    assert "Needs a manual look: the code scan flagged q2, line 6: calls sys._getframe" in shown
+    assert formgrader["cut off"] == []  # every verdict line fits its box
+
+
+def test_released_feedback_shows_the_comment_entered_in_formgrader(formgrader):
+    assert MANUAL_COMMENT in formgrader["released"].text

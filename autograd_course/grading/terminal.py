@@ -11,6 +11,7 @@ bidirectional overrides (which reorder what is shown). :func:`safe` removes them
 
 from __future__ import annotations
 
+import io
 import logging
 import re
 import unicodedata
@@ -38,3 +39,27 @@ class SafeLog(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         record.msg, record.args = safe(record.getMessage(), lines=True), ()
         return True
+
+
+def level_captures(logger: logging.Logger | logging.LoggerAdapter) -> None:
+    """Make the log nbgrader's formgrader shows after an *Autograde* hold what the server's own
+    log holds, made :func:`safe`.
+
+    Formgrader runs nbgrader's Autograde in the Jupyter server and collects its log with a
+    handler of its own (``nbgrader.utils.capture_log``: a ``StreamHandler`` on a ``StringIO``,
+    with no level and no filter) on the server's logger, which traitlets leaves at DEBUG and
+    filters in its console handler. Its dialog showed every DEBUG line, the sandbox's whole
+    command line among them. Each such handler of ``logger`` gets the level of the logger's
+    other handlers (the server's console: INFO unless it was started with ``--debug``; INFO
+    when there is none) and the :class:`SafeLog` filter the console has. A logger without such
+    a handler (``nbgrader autograde`` in a terminal) is left as it is.
+    """
+    logger = getattr(logger, "logger", logger)  # a LoggerAdapter's own logger
+    handlers = list(getattr(logger, "handlers", []))
+    captures = [h for h in handlers if type(h) is logging.StreamHandler
+                and isinstance(h.stream, io.StringIO) and h.level == logging.NOTSET]
+    others = [h.level for h in handlers if h not in captures and h.level != logging.NOTSET]
+    for handler in captures:
+        handler.setLevel(min(others, default=logging.INFO))
+        if not any(isinstance(f, SafeLog) for f in handler.filters):
+            handler.addFilter(SafeLog())

@@ -198,7 +198,7 @@ class JudgedExecute(SandboxedExecute):
             notes.append(sandbox.SECCOMP_OFF)
         notes += [f"the course's locked cell failed in the judge: {e}"
                   for e in (self.session.locked_errors if self.session else [])]
-        state.update(notes=notes, flags=flags, flagged=sorted(flagged), failure=failure,
+        state.update(notes=notes, flags=flags, flagged=flagged, failure=failure,
                      sandboxed=sandboxed, kernel="warm" if forked else "cold",
                      seconds=round(time.monotonic() - self._budget_end + self.notebook_seconds,
                                    2))
@@ -364,20 +364,21 @@ class JudgedExecute(SandboxedExecute):
         return f"grading stopped: {short(exc)}"
 
     # -- the scan ------------------------------------------------------------------------
-    def _scan(self, nb) -> tuple[list[str], set[str]]:
-        """Flags for review (never a penalty), and the test cells they concern."""
+    def _scan(self, nb) -> tuple[list[str], dict[str, list[str]]]:
+        """Flags for review (never a penalty), and the test cells they concern, each with
+        the findings in the answers it tests."""
         protected: dict[str, str] = {}
         for cell in nb.cells:
             if cell_role(cell) == "locked":
                 protected.update(
                     {k: v for k, v in scan.imported_names(cell.source).items() if "." in v}
                 )
-        flags, flagged, pending = [], set(), []
+        flags, flagged, pending = [], {}, []
         for cell in nb.cells:
             role = cell_role(cell)
             if role == "test":
                 if pending:
-                    flagged.add(grade_id(cell))
+                    flagged.setdefault(grade_id(cell), []).extend(str(f) for f in pending)
                 pending = []
             elif role == "answer":
                 where = grade_id(cell) or f"cell {cell.get('id', '?')}"

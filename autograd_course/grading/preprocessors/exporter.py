@@ -1,5 +1,7 @@
-"""Reading a submission: a file that is not a valid notebook is graded as an empty one; and
-writing its feedback page with templates compiled once per process."""
+"""Reading a submission: a file that is not a valid notebook is graded as an empty one, under
+the course's grading lock, with the roster's names (:mod:`.around`), and a log that
+formgrader shows at the server's level; and writing its feedback page with templates compiled
+once per process."""
 
 from __future__ import annotations
 
@@ -14,7 +16,9 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.coursedir import CourseDirectory
 
 from autograd_course.grading.containment import contained
+from autograd_course.grading.terminal import level_captures
 
+from . import around
 from .cells import META, max_file_bytes, notes, short, start_notes
 
 
@@ -23,12 +27,22 @@ class TolerantNotebookExporter(NotebookExporter):
     a note, and keeps nothing of the grader's own in the notebook's metadata.
 
     A file larger than ``CourseDirectory.max_file_size`` is not read at all.
+
+    As nbgrader's Autograde's exporter, it also holds the course's grading lock around each
+    submission and puts the roster's names into the gradebook (:func:`.around.submission`),
+    and makes the log formgrader collects hold what the server logs (INFO by default, not the
+    DEBUG lines with the sandbox's command line: :func:`..terminal.level_captures`).
     """
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        level_captures(self.log)  # made when an Autograde starts, before any notebook
 
     @contained  # the whole pipeline of one notebook: a SystemExit there is its failure alone
     def from_filename(self, filename, resources=None, **kw):
         try:
-            return self._from_filename(filename, resources, **kw)
+            with around.submission(self.parent, filename, resources, self.log):
+                return self._from_filename(filename, resources, **kw)
         finally:  # whatever the outcome: nbgrader copied the student's files there first
             if resources is not None:
                 from .inert import make_files_safe

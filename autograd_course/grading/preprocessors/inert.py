@@ -22,6 +22,9 @@ pipeline, so that the notebook on disk in ``autograded/`` is already clean for e
   them), and the outputs kept are capped: :data:`MAX_CELL` bytes of each cell's outputs and
   :data:`MAX_NOTEBOOK` of the notebook's (a test cell's verdict counts against its cell's cap
   only); what is cut ends with a note that says so;
+- **a test cell's verdict** (the judge's message, the reason it needs a manual look) is
+  wrapped at :data:`VERDICT_WIDTH` characters a line (:func:`wrap_verdict`): formgrader and
+  the feedback show outputs in a box that does not wrap, and cut a longer line off at its edge;
 - **files** beside the notebook in ``autograded/`` (the student's, the kernel's) get names
   Jupyter serves as text, an image or a download, never as a page (:mod:`..served`).
 
@@ -38,6 +41,7 @@ import base64
 import binascii
 import os
 import re
+import textwrap
 from pathlib import Path
 
 import nbformat
@@ -57,6 +61,9 @@ MAX_NOTEBOOK = 4 * 2**20  # bytes of the notebook's outputs
 #: or C1 control character left.
 _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[\]PX^_][^\x07\x1b]*(?:\x07|\x1b\\)?"
                       r"|\x1b[ -/]*[0-~]|[\x1b\x80-\x9f]")
+#: The longest line of a test cell's verdict, as shown (formgrader's output box at 1024
+#: pixels shows some 90 characters of a line, and cuts off the rest).
+VERDICT_WIDTH = 80
 GRADE_ID = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 NBGRADER_KEYS = {"grade": bool, "solution": bool, "locked": bool, "task": bool,
                  "grade_id": str, "points": (int, float), "schema_version": int,
@@ -77,6 +84,8 @@ class MakeInert(NbGraderPreprocessor):
             nb.cells[index] = inert_cell(cell, trusted)
             if nb.cells[index].cell_type == "code":
                 verdict = cell_role(cell) == "test"
+                if verdict:
+                    wrap_verdict(nb.cells[index])
                 kept = cap_outputs(nb.cells[index], MAX_CELL if verdict else min(MAX_CELL, left))
                 left -= 0 if verdict else kept
         nb.metadata = nbformat.NotebookNode(_notebook_metadata(release))
@@ -105,6 +114,30 @@ def _graded_folder(coursedir, resources) -> Path | None:
     if os.path.realpath(folder) != os.path.realpath(graded) or not os.path.isdir(graded):
         return None
     return Path(graded)
+
+
+def wrap_verdict(cell) -> None:
+    """Wrap every line of ``cell``'s text outputs (streams, and errors' tracebacks, which
+    are what pages show of an error) at :data:`VERDICT_WIDTH` characters, at spaces where
+    there are some. An error's name and value stay as they are (the grade record's message).
+
+    >>> cell = nbformat.v4.new_code_cell("")
+    >>> cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="ab " * 40)]
+    >>> wrap_verdict(cell)
+    >>> [len(line) for line in cell.outputs[0].text.splitlines()]
+    [80, 38]
+    """
+    for output in cell.outputs:
+        if output.get("output_type") == "stream":
+            output.text = _wrapped(output.text)
+        elif output.get("output_type") == "error":
+            output.traceback = [_wrapped(line) for line in output.traceback]
+
+
+def _wrapped(text: str) -> str:
+    return "\n".join("\n".join(textwrap.wrap(line, VERDICT_WIDTH, break_on_hyphens=False,
+                                             drop_whitespace=True)) or line
+                     if len(line) > VERDICT_WIDTH else line for line in text.split("\n"))
 
 
 def cap_outputs(cell, limit: int) -> int:

@@ -11,14 +11,24 @@ student version in release/, and notes each repair for the grade record:
   cell id, else the first), and the copy becomes an ordinary cell;
 - a course cell whose type or nbgrader flags were changed gets them back from the release;
 - a deleted course cell is put back at its place; a locked cell whose source was edited is
-  noted (nbgrader's OverwriteCells, later in the sanitize stage, restores its source).
+  noted (nbgrader's OverwriteCells, later in the sanitize stage, restores its source, and
+  warns that its checksum changed, as for any submission that edits a locked cell);
+- a locked cell the student left as the release made it gets the source the gradebook keeps
+  for it (:func:`_unhide`): a test cell's hidden tests, which nbgrader's generate_assignment
+  removes from the student version after it saved the cell. OverwriteCells would put the same
+  source back, but with a warning "Attribute 'checksum' for cell ... has changed" for every
+  test cell with hidden tests of every honest submission; now it finds the checksum it keeps.
+  Only a cell equal to the release's is given it, so an edited one is still caught as nbgrader
+  catches it.
 """
 
 from __future__ import annotations
 
 import copy
+import warnings
 
 from nbgrader import utils
+from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from .cells import course_paths, grade_id, notes, release_notebook
@@ -38,13 +48,41 @@ class RepairSubmission(NbGraderPreprocessor):
         said += _keep_one_of_each(nb, course)
         said += _restore_kinds(nb, course)
         said += _put_back_deleted(nb, template)
+        unedited = []
         for cell in nb.cells:
             cell_id = grade_id(cell)
             release = course.get(cell_id)
-            if (release is not None and utils.is_locked(release)
-                    and not utils.is_solution(release) and cell.source != release.source):
+            if (release is None or not utils.is_locked(release)
+                    or utils.is_solution(release)):
+                continue
+            if cell.source != release.source:
                 said.append(f"locked cell '{cell_id}' was edited; the original was restored")
+            else:
+                unedited.append(cell)
+        _unhide(unedited, resources.get("nbgrader", {}).get("db_url"), assignment, notebook)
         return nb, resources
+
+
+def _unhide(cells: list, db_url: str | None, assignment: str, notebook: str) -> None:
+    """Give each of ``cells`` (locked cells as the release made them) the source the
+    gradebook keeps for it, where that source has the checksum the gradebook keeps (a cell
+    that does not is left to OverwriteCells, which says so)."""
+    if not cells or not db_url:
+        return
+    with warnings.catch_warnings(), Gradebook(db_url) as gradebook:
+        warnings.simplefilter("ignore")  # SQLAlchemy's notes on nbgrader's own queries
+        try:
+            kept = {c.name: c for c in gradebook.find_notebook(notebook, assignment).source_cells}
+        except MissingEntry:  # OverwriteCells reports it
+            return
+    for cell in cells:
+        source = kept.get(grade_id(cell))
+        if source is None or source.source == cell.source:
+            continue
+        restored = copy.deepcopy(cell)
+        restored.source = source.source
+        if utils.compute_checksum(restored) == source.checksum:
+            cell.source = source.source
 
 
 #: Cells named one by one in the notes of one kind of repair; the rest are counted.

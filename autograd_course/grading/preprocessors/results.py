@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import re
 
+import nbformat
 from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
 from nbgrader.api import Gradebook, MissingEntry
@@ -24,9 +25,12 @@ class RecordResults(NbGraderPreprocessor):
     cells and on the sandbox, and the flags of the code scan; the message also becomes the
     auto-comment of the question's solution cell, which nbgrader's feedback shows. A question
     whose code the scan flagged is marked as needing a manual grade, so formgrader shows it;
-    its score stays what the judge gave. Everything here comes from what the grading process
-    produced (``resources``, and the outputs the judge wrote), never from the notebook's
-    metadata.
+    its score stays what the judge gave. Why it needs a person (:func:`manual_look`: "Needs a
+    manual look: " and the scan's findings, inert text, bounded) begins that solution cell's
+    auto-comment and is the first output of its test cell, where formgrader shows it whole
+    (its comment box shows the auto-comment as a placeholder two lines high). Everything here
+    comes from what the grading process produced (``resources``, and the outputs the judge
+    wrote), never from the notebook's metadata.
     """
 
     def preprocess(self, nb, resources):
@@ -67,13 +71,23 @@ class RecordResults(NbGraderPreprocessor):
             self.log.warning("FLAGGED %s/%s/%s: %s", student, assignment, notebook, safe(flag))
         if not data.sandboxed:
             self.log.warning("NOT SANDBOXED %s/%s/%s", student, assignment, notebook)
+        flagged = {cell_id: manual_look(found)
+                   for cell_id, found in dict(state.get("flagged", {})).items()}
+        for cell in nb.cells:
+            if is_test_cell(cell) and grade_id(cell) in flagged:
+                cell.outputs.insert(0, nbformat.v4.new_output(
+                    "stream", name="stdout", text=flagged[grade_id(cell)] + "\n"))
         self._write_gradebook(resources, notebook, assignment, student, questions, solution_of,
-                              set(state.get("flagged", [])))
+                              flagged)
         return nb, resources
 
     def _write_gradebook(self, resources, notebook, assignment, student, questions,
                          solution_of, flagged):
-        messages: dict[str, list[str]] = {}  # the diagnoses of a solution cell's failed tests
+        messages: dict[str, list[str]] = {}  # a solution cell's flags, then its failed tests
+        for question in questions:
+            solution = solution_of.get(question["question"])
+            if solution is not None and question["question"] in flagged:
+                messages.setdefault(solution, []).insert(0, flagged[question["question"]])
         for question in questions:
             solution = solution_of.get(question["question"])
             if solution is not None and not question["passed"]:
@@ -89,6 +103,28 @@ class RecordResults(NbGraderPreprocessor):
                     gradebook.find_comment(solution, notebook, assignment,
                                            student).auto_comment = "\n".join(texts)
             gradebook.db.commit()
+
+
+#: How the reason a question needs a person begins (its comment, its test cell's output).
+MANUAL_LOOK = "Needs a manual look: "
+#: The scan's findings named in that reason (the rest are counted), each of at most
+#: :data:`FINDING_CHARS` characters.
+SHOWN_FINDINGS, FINDING_CHARS = 3, 160
+
+
+def manual_look(findings: list[str]) -> str:
+    """Why a question needs a person, on one line of inert text: :data:`MANUAL_LOOK`, then
+    the scan's first findings in the answers it tests (what the code does, where).
+
+    >>> manual_look(["q2, line 6: calls sys._getframe"] * 5)
+    ... # doctest: +NORMALIZE_WHITESPACE
+    'Needs a manual look: the code scan flagged q2, line 6: calls sys._getframe;
+     q2, line 6: calls sys._getframe; q2, line 6: calls sys._getframe; and 2 more'
+    """
+    shown = [record.shorten(safe(f), FINDING_CHARS) for f in findings[:SHOWN_FINDINGS]]
+    more = len(findings) - len(shown)
+    return (MANUAL_LOOK + "the code scan flagged " + "; ".join(shown or ["this answer"])
+            + (f"; and {more} more" if more > 0 else ""))
 
 
 #: The most notes, flags or errors a record keeps (each of at most :data:`ITEM_CHARS`): a
