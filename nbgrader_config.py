@@ -100,6 +100,11 @@ c.GenerateFeedback.preprocessors = pipeline.feedback_preprocessors()
 # nbconvert's HTML exporter with its templates compiled once per grading process, not once per
 # feedback page (autograd_course/grading/preprocessors/exporter.py).
 c.GenerateFeedback.exporter_class = "autograd_course.grading.preprocessors.FeedbackExporter"
+# `nbgrader export` writes grades.csv as `autograd-course grade` does: nbgrader's columns,
+# quoted as CSV readers expect, text cells that begin with = + - @ made inert for
+# spreadsheets (autograd_course/grading/export.py). `--exporter` picks another, e.g.
+# autograd_course.grading.export.CanvasExportPlugin (Canvas's gradebook import).
+c.ExportApp.plugin_class = "autograd_course.grading.export.CsvExportPlugin"
 # Formgrader and the feedback typeset math with MathJax from this machine (Debian's
 # libjs-mathjax), never from a CDN: the course's templates replace nbconvert's mathjax() macro
 # and leave nbgrader's templates as they are (autograd_course/grading/mathjax.py).

@@ -1,11 +1,15 @@
 """The ``autograd-course`` command line: one command per job of the course.
 
-    autograd-course release [ASSIGNMENT...]             student versions + the gradebook
+    autograd-course release ASSIGNMENT... | --all [--force]   student versions, gradebook,
+                                                        exchange
     autograd-course grade [ASSIGNMENT...] [--jobs N | --scheduler ADDRESS] [--student ID...]
-                          [--zip FILE] [--force] [--require-sandbox]
+                          [--zip FILE [--layout course|canvas|moodle] [--timestamp ISO]]
+                          [--rename-notebook] [--force] [--require-sandbox]
     autograd-course check NOTEBOOK... [--student ID]     a learner's self-check
     autograd-course validate NOTEBOOK...                 the visible tests, one line each
     autograd-course demo [--assignment A] [--out DIR] [--jobs N]   a dry run, synthetic class
+    autograd-course feedback [ASSIGNMENT...] [--student ID...]   pages the gradebook changed
+    autograd-course export [--format nbgrader|canvas] [--to FILE] [ASSIGNMENT...]   grades
 
 Run it from the course root (or pass ``--course DIR``). Everything follows the course's
 nbgrader configuration (:class:`~autograd_course.grading.course.Course`): its directories and
@@ -17,6 +21,7 @@ never change the exit status.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -31,13 +36,23 @@ from autograd_course.grading.terminal import safe
 
 # -- helpers ----------------------------------------------------------------------------
 class Progress:
-    """The grading progress bar (tqdm, on stderr): done/total, elapsed, ETA, the last one."""
+    """The grading progress bar (tqdm, on stderr): done/total, elapsed, ETA, the last one.
+    While it is shown, a message goes through :meth:`write` (tqdm takes the bar off its line,
+    writes the message, and draws the bar again), never onto the bar's line; :meth:`close`
+    ends it on a line of its own (the run stopped, or nothing was left to grade)."""
 
     def __init__(self, total: int):
         from tqdm import tqdm
 
         self.bar = tqdm(total=total, desc="grading", unit="submission", file=sys.stderr,
                         dynamic_ncols=True)
+
+    def write(self, line: str, file=None) -> None:
+        """Print ``line`` (to stdout by default) on a line of its own, above the bar."""
+        self.bar.write(line, file=file or sys.stdout)
+
+    def close(self) -> None:
+        self.bar.close()  # a second close does nothing
 
     def __call__(self, outcome, done: int, total: int) -> None:
         if self.bar.total != total:  # the unchanged graded submissions were skipped
@@ -50,30 +65,130 @@ class Progress:
             self.bar.close()
 
 
-def unpack_zip(course: Course, archive: Path) -> int:
-    """Add the submissions of a zip to submitted/ (:func:`.intake.unpack_zip`): every member
-    is checked before anything is written, and nothing already there is overwritten."""
+def unpack_zip(course: Course, args) -> None:
+    """Add the submissions of ``args.zip`` to submitted/ (:func:`.intake.unpack_zip`) in the
+    layout ``args.layout``, with ``args.timestamp`` if given, and say what it did: every
+    member is checked before anything is written, an LMS download's ids are mapped through
+    the roster's ``lms_user_id``, and a submission already there is replaced only by a newer
+    one (the earlier one moved to replaced/)."""
     from nbgrader.coursedir import CourseDirectory
 
-    from autograd_course.grading import intake
+    from autograd_course.grading import intake, roster
 
+    archive = Path(args.zip)
     limit = int(CourseDirectory(config=course.config).max_file_size) * 1000
+    timezone = course.config.Exchange.get("timezone") or "UTC"
+    options = {"layout": args.layout, "assignments": course.assignments(),
+               "timezone": timezone}
     try:
-        return intake.unpack_zip(archive, course.directory("submitted"), limit)
+        if args.timestamp:
+            options["timestamp"] = intake.given_timestamp(args.timestamp, timezone)
+        if args.layout != "course":
+            if len(args.assignments) != 1:
+                raise CourseError(f"--layout {args.layout}: name exactly one ASSIGNMENT (an "
+                                  "LMS download holds one assignment)")
+            found = roster.load(course)
+            ids = {} if found is None else {
+                values["lms_user_id"]: student for student, values in found.students.items()
+                if values.get("lms_user_id")}
+            if not ids:
+                raise CourseError(f"--layout {args.layout}: {roster.path_of(course)} must map "
+                                  "the LMS's ids to student ids (a column lms_user_id)")
+            options.update(assignment=args.assignments[0], lms_ids=ids,
+                           notebooks=course.notebooks_of(args.assignments[0]))
+        done = intake.unpack_zip(archive, course.directory("submitted"), limit, **options)
     except intake.IntakeError as exc:
         raise CourseError(str(exc)) from None
+    for line in done.lines:
+        print(safe(line))
+    print(f"added {done.added} files ({done.submissions} submissions) from {safe(str(archive))}"
+          " to submitted/")
+
+
+def misnamed_lines(course: Course, submissions, rename: bool) -> list[str]:
+    """A line for each submission whose folder has no notebook of the assignment's name."""
+    from autograd_course.grading import intake
+
+    lines = []
+    for s in submissions:
+        folder = course.directory("submitted", s.student, s.assignment)
+        notebooks = course.notebooks_of(s.assignment)
+        wrong = intake.misnamed([p.name for p in folder.iterdir()], notebooks)
+        if not wrong:
+            continue
+        if rename and len(notebooks) == 1 and len(list(folder.rglob("*.ipynb"))) == 1:
+            lines.append(f"{s.student}/{s.assignment}: {intake.shown(wrong[0])} is graded as "
+                         f"{notebooks[0]} (--rename-notebook; the file is not changed)")
+        else:
+            lines.append(f"{s.student} submitted {', '.join(map(intake.shown, wrong[:3]))}; "
+                         f"the assignment's notebook is {', '.join(notebooks)} (not graded: 0, "
+                         "as nbgrader gives; --rename-notebook grades a folder's only notebook "
+                         "under that name)")
+    return lines
 
 
 # -- commands ---------------------------------------------------------------------------
 def cmd_release(args) -> int:
-    from autograd_course.grading.release import ReleaseError, release
+    from autograd_course.grading.release import ReleaseError, outbound, release
 
     course = Course.load(args.course)
+    if bool(args.assignments) == bool(args.all):
+        raise CourseError("name the assignments to release (e.g. `autograd-course release "
+                          "01_gradients`), or --all for every unit of source/, not both")
     try:
-        for name in release(course, args.assignments):
-            print(f"released {name}: release/{name}/ and the gradebook are up to date")
+        done = release(course, args.assignments, force=args.force)
     except ReleaseError as exc:
         raise CourseError(str(exc)) from None
+    for name, what in done.items():
+        where = outbound(course, name)
+        if what == "kept":
+            print(f"{name} is already released ({where}): kept as it is (--force releases it "
+                  "again; students who fetched it keep their copy)")
+        else:
+            print(f"{what} {name}: release/{name}/, the gradebook and the exchange ({where})")
+    return 0
+
+
+def refresh_feedback(course: Course, names: list[str], students: list[str]) -> int:
+    """Make again the feedback pages whose grades or comments changed in the gradebook
+    (:func:`.feedback.refresh`), say which; return how many could not be made."""
+    from autograd_course.grading import feedback
+
+    done = feedback.refresh(course, names, students or None)
+    if done.made:
+        print(f"feedback made again from the gradebook for {len(done.made)} submissions "
+              "(grades or comments changed): "
+              + ", ".join(safe(f"{student}/{name}") for name, student in done.made))
+    for name, student, why in done.failed:
+        print(f"PROBLEM {safe(student)}/{name}: its feedback could not be made: {safe(why)}",
+              file=sys.stderr)
+    return len(done.failed)
+
+
+def cmd_feedback(args) -> int:
+    from autograd_course.grading import gradebook
+
+    course = Course.load(args.course)
+    names = course.check_assignments(args.assignments)
+    with gradebook.exclusive(course, lambda: print("another grading run holds this "
+                                                   "gradebook: waiting for it...", flush=True)):
+        failed = refresh_feedback(course, names, args.student)
+    print(f"feedback: {course.directory('feedback')} is up to date with the gradebook"
+          if not failed else f"feedback: {failed} pages could not be made")
+    return 1 if failed else 0
+
+
+def cmd_export(args) -> int:
+    from autograd_course.grading import export
+
+    course = Course.load(args.course)
+    default = "grades.csv" if args.format == "nbgrader" else "canvas_grades.csv"
+    dest = Path(args.to) if args.to else course.root / default
+    try:
+        export.export(course, dest, args.format, args.assignments)
+    except (ValueError, OSError) as exc:
+        raise CourseError(str(exc)) from None
+    print(f"wrote {dest.resolve()} ({args.format} format)")
     return 0
 
 
@@ -91,10 +206,18 @@ def cmd_grade(args) -> int:
         if sandbox.bubblewrap() is None:
             raise CourseError("--require-sandbox: bubblewrap (bwrap) is missing or cannot "
                               "create namespaces here; nothing was graded")
+    if (args.timestamp or args.layout != "course") and not args.zip:
+        raise CourseError("--timestamp and --layout go with --zip FILE")
     if args.zip:
-        print(f"added {unpack_zip(course, Path(args.zip))} files from {args.zip} to submitted/")
+        unpack_zip(course, args)
+    unknown = course.unknown_students(names, args.student)
+    if unknown:
+        raise CourseError(f"no submission of {', '.join(names)} for --student "
+                          f"{', '.join(safe(s) for s in unknown)} (no folder submitted/"
+                          f"{safe(unknown[0])}/{names[0]}/); nothing was graded")
     problems: list[str] = []
     submissions = course.submissions(names, args.student, problems)
+    problems += misnamed_lines(course, submissions, args.rename_notebook)
     for line in problems:
         print(f"WARNING: {safe(line)}", file=sys.stderr)
     if not submissions:
@@ -107,14 +230,20 @@ def cmd_grade(args) -> int:
     # The report needs matplotlib: import it while the workers grade, not after.
     report_import = ThreadPoolExecutor(max_workers=1).submit(
         importlib.import_module, "autograd_course.grading.report")
-    summary = runner.grade_class(
-        course, submissions, jobs=args.jobs, scheduler=args.scheduler, force=args.force,
-        on_done=Progress(len(submissions)), settings=settings,
-        on_wait=lambda: print("another grading run holds this gradebook: waiting for it to "
-                              "finish...", flush=True))
+    progress = Progress(len(submissions))
+    try:
+        summary = runner.grade_class(
+            course, submissions, jobs=args.jobs, scheduler=args.scheduler, force=args.force,
+            on_done=progress, settings=settings,
+            rename_notebook=args.rename_notebook,
+            on_wait=lambda: progress.write("another grading run holds this gradebook: "
+                                           "waiting for it to finish..."))
+    finally:
+        progress.close()
     if summary.skipped:
         print(f"{len(summary.skipped)} submissions were graded before and have not changed: "
               "kept (--force grades them again)")
+    refresh_feedback(course, names, args.student)
     gradebook.export_grades(course, course.root / "grades.csv")
     report = report_import.result()
     for name in names:
@@ -160,6 +289,11 @@ def summarise(outcomes, records) -> None:
         print(f"  NO CGROUP: {uncounted} notebooks were graded without a cgroup per kernel: "
               "memory Linux held for a kernel was not counted (grade as root where cgroup "
               "v2, or v1's memory and pids hierarchies, are writable)")
+    for outcome in outcomes:
+        if outcome.ok and outcome.seconds_late > 0:
+            penalty = sum(p or 0 for p in outcome.penalties.values())
+            print(f"  LATE    {outcome.submission.student}/{outcome.submission.assignment}: "
+                  f"{outcome.seconds_late:g} s late, penalty {penalty:g}")
     for outcome in failed:
         last = (outcome.error.strip().splitlines() or ["unknown error"])[-1]
         print(f"  FAILED  {outcome.submission.student}/{outcome.submission.assignment}: "
@@ -280,7 +414,15 @@ def cmd_demo(args) -> int:
           "notebook))")
     args.course, args.assignments, args.student, args.zip = str(out), [assignment], [], None
     args.scheduler, args.force, args.require_sandbox = None, False, False
+    args.layout, args.timestamp, args.rename_notebook = "course", None, False
     return cmd_grade(args)
+
+
+def intake_layouts() -> tuple[str, ...]:
+    """The zip layouts ``--layout`` takes (:data:`.intake.LAYOUTS`)."""
+    from autograd_course.grading.intake import LAYOUTS
+
+    return LAYOUTS
 
 
 # -- parser -----------------------------------------------------------------------------
@@ -295,8 +437,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the course root (default: the current directory)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = commands.add_parser("release", help="generate the student versions and the gradebook")
-    p.add_argument("assignments", nargs="*", metavar="ASSIGNMENT", help="default: all units")
+    p = commands.add_parser("release", help="generate the student versions, register them in "
+                            "the gradebook and release them to the exchange")
+    p.add_argument("assignments", nargs="*", metavar="ASSIGNMENT")
+    p.add_argument("--all", action="store_true", help="every unit of source/")
+    p.add_argument("--force", action="store_true",
+                   help="release again an assignment already in the exchange")
     p.set_defaults(run=cmd_release)
 
     p = commands.add_parser("grade", help="autograde submitted/, feedback, grades.csv, report")
@@ -306,7 +452,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--student", action="append", default=[], metavar="ID",
                    help="grade only this student (repeatable)")
     p.add_argument("--zip", metavar="FILE",
-                   help="first add the submissions of a zip (STUDENT/ASSIGNMENT/FILE inside)")
+                   help="first add the submissions of a zip (see --layout); one already in "
+                        "submitted/ is replaced only by a newer one (moved to replaced/)")
+    p.add_argument("--layout", choices=intake_layouts(), default="course",
+                   help="the zip's layout: course = [submitted/]STUDENT/ASSIGNMENT/FILE "
+                        "(default); canvas, moodle = that LMS's submissions download, of the "
+                        "one ASSIGNMENT named, its ids mapped by roster.csv's lms_user_id")
+    p.add_argument("--timestamp", metavar="ISO",
+                   help="the submission time of every submission of the zip (e.g. "
+                        "2026-12-04T10:00:00+01:00), over the zip's own dates")
+    p.add_argument("--rename-notebook", action="store_true",
+                   help="grade a folder's only notebook under the assignment's notebook name "
+                        "when it has another (Untitled.ipynb); the file is not changed")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="grade on this Dask cluster (tcp://host:8786) instead of local processes")
     p.add_argument("--force", action="store_true",
@@ -330,6 +487,22 @@ def build_parser() -> argparse.ArgumentParser:
                    help="e.g. release/01_gradients/01_gradients.ipynb")
     p.set_defaults(run=cmd_validate)
 
+    p = commands.add_parser("feedback", help="make again the feedback pages whose grades or "
+                            "comments changed in the gradebook (manual grading)")
+    p.add_argument("assignments", nargs="*", metavar="ASSIGNMENT", help="default: all units")
+    p.add_argument("--student", action="append", default=[], metavar="ID",
+                   help="only this student (repeatable)")
+    p.set_defaults(run=cmd_feedback)
+
+    p = commands.add_parser("export", help="write the gradebook's grades as CSV")
+    p.add_argument("assignments", nargs="*", metavar="ASSIGNMENT",
+                   help="default: every assignment of the gradebook")
+    p.add_argument("--format", choices=["nbgrader", "canvas"], default="nbgrader",
+                   help="nbgrader's grades.csv (default) or Canvas's gradebook import")
+    p.add_argument("--to", metavar="FILE",
+                   help="default: grades.csv (nbgrader) or canvas_grades.csv (canvas)")
+    p.set_defaults(run=cmd_export)
+
     p = commands.add_parser("demo", help="grade a synthetic class end to end (a dry run)")
     p.add_argument("--assignment", default="01_gradients", help="default: 01_gradients")
     p.add_argument("--out", metavar="DIR", help="where to build the demo course (a new folder)")
@@ -342,6 +515,10 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line; return the process exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    # each line out at once, also into a pipe: a message and the progress bar (on stderr)
+    # then reach a log, or a terminal shared with stderr, in the order they were written
+    with contextlib.suppress(AttributeError, ValueError):  # not a text stream of its own
+        sys.stdout.reconfigure(line_buffering=True)
     if args.command is None:
         parser.print_help(sys.stdout)
         return 0
@@ -350,6 +527,7 @@ def main(argv: list[str] | None = None) -> int:
     except CourseError as exc:
         print(f"autograd-course {args.command}: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"autograd-course {args.command}: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:  # runner.Interrupted says what was merged
+        said = f"; {exc}" if str(exc) else ""
+        print(f"autograd-course {args.command}: interrupted{said}", file=sys.stderr)
         return 130

@@ -44,8 +44,34 @@ def test_help_lists_every_command():
     result = run("--help")
     assert result.returncode == 0
     assert "usage: autograd-course" in result.stdout
-    for command in ("release", "grade", "check", "validate", "demo"):
+    for command in ("release", "grade", "check", "validate", "demo", "feedback", "export"):
         assert command in result.stdout
+
+
+def documented_commands(root: Path) -> list[str]:
+    """Every ``autograd-course ...`` command line in the README's and docs' code blocks."""
+    found = []
+    for page in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+        in_block = False
+        for line in page.read_text().splitlines():
+            if line.startswith("```"):
+                in_block = not in_block
+                continue
+            command = line.split("#")[0].split("&&")[0].strip()
+            if in_block and command.startswith("autograd-course "):
+                found.append(command)
+    return found
+
+
+def test_every_documented_command_is_one_the_parser_takes(root):
+    commands = documented_commands(root)
+    assert len(commands) >= 9 and any("--layout canvas" in c for c in commands)
+    parser = cli.build_parser()
+    for command in commands:
+        try:
+            parser.parse_args(command.split()[1:])
+        except SystemExit:
+            pytest.fail(f"a documented command is not one autograd-course takes: {command}")
 
 
 @pytest.mark.parametrize(("args", "says"), [
@@ -154,7 +180,7 @@ def test_grading_leaves_no_temporary_folder_behind(two_courses):
 def test_submitted_is_unchanged_apart_from_the_zip(two_courses):
     after = course.snapshot(two_courses["parallel"] / "submitted")
     added = {k for k in after if k.startswith("zoe/")}
-    assert added == {f"zoe/{ASSIGNMENT}/{ASSIGNMENT}.ipynb"}
+    assert added == {f"zoe/{ASSIGNMENT}/{ASSIGNMENT}.ipynb", f"zoe/{ASSIGNMENT}/timestamp.txt"}
     assert {k: v for k, v in after.items() if k not in added} == two_courses["before"]
 
 
@@ -520,8 +546,8 @@ def test_grade_registers_a_new_assignment_and_refuses_a_changed_source(tmp_path,
     nbformat.write(nb, source)
     refused = run("grade", ASSIGNMENT, "--force", cwd=tmp_path)
     assert refused.returncode == 2
-    assert "run `autograd-course release 01_gradients`" in refused.stderr, refused.stderr
-    assert run("release", ASSIGNMENT, cwd=tmp_path).returncode == 0
+    assert "run `autograd-course release 01_gradients --force`" in refused.stderr, refused.stderr
+    assert run("release", ASSIGNMENT, "--force", cwd=tmp_path).returncode == 0
     again = run("grade", ASSIGNMENT, "--force", cwd=tmp_path)
     assert again.returncode == 0, again.stderr[-2000:]
     with Course.load(tmp_path).gradebook() as gb:
@@ -568,3 +594,24 @@ def test_no_gradebook_or_student_data_is_committed(root):
                     and not f.endswith(".gitkeep")], f"{top} is committed"
         ignored = subprocess.run(["git", "check-ignore", "-q", path], cwd=root)
         assert ignored.returncode == 0, f"{path} is not git-ignored"
+
+
+def test_a_message_while_the_progress_bar_runs_is_on_a_line_of_its_own(capsys):
+    progress = cli.Progress(3)
+    progress.write("WARNING: roster.csv does not list 1 of the students", file=sys.stderr)
+    progress.close()
+    err = capsys.readouterr().err
+    segments = [part.strip() for line in err.split("\n") for part in line.split("\r")]
+    assert "WARNING: roster.csv does not list 1 of the students" in segments, err
+    assert err.endswith("\n")  # closed: what comes next starts a line
+
+
+def test_an_interrupted_grade_says_what_was_merged_in_one_line(monkeypatch, capsys):
+    def interrupted(args):
+        raise runner.Interrupted(2, 3)
+
+    monkeypatch.setattr(cli, "cmd_grade", interrupted)
+    assert cli.main(["grade"]) == 130
+    err = capsys.readouterr().err
+    assert err == ("autograd-course grade: interrupted; 2 submissions merged, 3 not graded "
+                   "(run grade again to go on)\n")

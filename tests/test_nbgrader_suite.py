@@ -1,13 +1,14 @@
-"""nbgrader's own autograde tests, run with the course's pipeline: ordinary nbgrader tests behave
-in the judge as they do in nbgrader.
+"""nbgrader's own tests of the apps the course changes or relies on, run with the course's
+pipeline and export plugin: ordinary nbgrader tests behave in the judge as they do in nbgrader.
 
-nbgrader ships its test suite inside the package (``nbgrader/tests``). Its autograde module
-(``tests/apps/test_nbgrader_autograde.py``) is run here in a subprocess with a
-``nbgrader_config.py`` in ``JUPYTER_CONFIG_DIR`` that sets only the course's exporter and its
-three pipelines (the judge, the sandbox, the repairs, the inert notebook), as an instructor
-who adds the course's grading to another course would. Every test must pass but the
-intended differences (:data:`INTENDED`), which must fail: they show where the course grades
-differently on purpose (the README lists them).
+nbgrader ships its test suite inside the package (``nbgrader/tests``). Its modules for
+autograde, generate_feedback, release_feedback, export, zip_collect, release_assignment and
+collect (:data:`MODULES`, under ``tests/apps/``) are run here in one subprocess with a
+``nbgrader_config.py`` in ``JUPYTER_CONFIG_DIR`` that sets only the course's exporter, its
+three pipelines (the judge, the sandbox, the repairs, the inert notebook, the feedback) and
+its export plugin, as an instructor who adds the course's grading to another course would.
+Every test must pass but the intended differences (:data:`INTENDED`), which must fail: they
+show where the course grades differently on purpose (the README lists them).
 """
 
 from __future__ import annotations
@@ -32,23 +33,32 @@ c.Autograde.exporter_class = "autograd_course.grading.preprocessors.TolerantNote
 c.Autograde.sanitize_preprocessors = pipeline.autograde_sanitizers()
 c.Autograde.autograde_preprocessors = pipeline.autograde_preprocessors()
 c.GenerateFeedback.preprocessors = pipeline.feedback_preprocessors()
+c.ExportApp.plugin_class = "autograd_course.grading.export.CsvExportPlugin"
 '''
+MODULES = ("autograde", "generate_feedback", "releasefeedback", "export", "zip_collect",
+           "releaseassignment", "collect")
 INTENDED = {
     # an unanswered cell's comment is the course's diagnosis, not nbgrader's "No response."
-    "test_grade",
+    "TestNbGraderAutograde.test_grade",
     # the course grades in its own kernel (the sandbox's), whatever kernelspec a notebook names
-    "test_missing_source_kernelspec",
-    "test_incorrect_source_kernelspec",
+    "TestNbGraderAutograde.test_missing_source_kernelspec",
+    "TestNbGraderAutograde.test_incorrect_source_kernelspec",
     # nbgrader metadata the course does not know is removed, and the notebook graded, where
     # nbgrader stops with an error (RepairSubmission)
-    "test_handle_failure",
-    "test_handle_failure_single_notebook",
+    "TestNbGraderAutograde.test_handle_failure",
+    "TestNbGraderAutograde.test_handle_failure_single_notebook",
+    # generate_feedback: the submission's other files (data files, a student's .txt) are not
+    # copied into feedback/, from where Jupyter would serve them; the page lists them as text
+    # (ListOtherFiles)
+    "TestNbGraderFeedback.test_force",
+    "TestNbGraderFeedback.test_force_f",
+    "TestNbGraderFeedback.test_filter_notebook",
 }
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    """The outcome of each of nbgrader's autograde tests under the course's pipeline."""
+    """The outcome of each of nbgrader's tests (class.test) under the course's config."""
     folder = tmp_path_factory.mktemp("nbgrader-suite")
     (folder / "jupyter").mkdir()
     (folder / "jupyter" / "nbgrader_config.py").write_text(CONFIG)
@@ -60,13 +70,15 @@ def results(tmp_path_factory):
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-c", str(folder / "pytest.ini"), f"--rootdir={folder}",
          f"--confcutdir={SUITE}", "-p", "no:cacheprovider", "-n", "2", "-q",
-         f"--junitxml={report}", str(SUITE / "apps" / "test_nbgrader_autograde.py")],
+         f"--junitxml={report}",
+         *(str(SUITE / "apps" / f"test_nbgrader_{name}.py") for name in MODULES)],
         cwd=folder, env=env, capture_output=True, text=True)
     assert report.exists(), done.stdout[-3000:] + done.stderr[-3000:]
     outcomes = {}
     for case in ET.parse(report).iter("testcase"):
         kinds = {child.tag for child in case}
-        outcomes[case.get("name")] = ("failed" if kinds & {"failure", "error"}
+        test = f"{case.get('classname', '').rsplit('.', 1)[-1]}.{case.get('name')}"
+        outcomes[test] = ("failed" if kinds & {"failure", "error"}
                                       else "skipped" if "skipped" in kinds else "passed")
     return outcomes, done.stdout
 
@@ -75,9 +87,14 @@ def test_every_test_but_the_intended_differences_passes(results):
     outcomes, log = results
     failed = {name for name, outcome in outcomes.items() if outcome == "failed"}
     assert failed == INTENDED, log[-4000:]
-    assert sum(outcome == "passed" for outcome in outcomes.values()) >= 35
+    assert sum(outcome == "passed" for outcome in outcomes.values()) >= 35 + 70
     # among those: exceptions of the student's own types, `del` of a student's name, and files
     # a notebook writes in its folder
     for name in ("test_grade_complex_autotest", "test_hidden_tests_single_notebook",
                  "test_side_effects"):
+        assert outcomes[f"TestNbGraderAutograde.{name}"] == "passed", name
+    # release_feedback, export (the course's plugin, with nbgrader's columns), zip_collect
+    for name in ("TestNbGraderReleaseFeedback.test_single_student",
+                 "TestNbGraderExport.test_export", "TestNbGraderZipCollect.test_extract_archive",
+                 "TestNbGraderRelease.test_force_release", "TestNbGraderCollect.test_collect"):
         assert outcomes[name] == "passed", name

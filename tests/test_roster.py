@@ -102,6 +102,8 @@ LONG = "x" * (roster.MAX_CHARS + 1)
     ("id,first_name\nada,Ada\n,Nobody\n", 3, "no student id"),
     ("id,first_name\nada,Ada\nbad/../id,Eve\n", 3, "'bad/../id' is not a student id"),
     ("id,first_name\nada,Ada\nblaise,B\nada,Again\n", 4, "also on line 2"),
+    ("id,lms_user_id\nada,4821\nblaise,\nzoe,\neve,4821\n", 5,
+     "the lms_user_id 4821 is also on line 2"),
     (f"id,first_name\nada,{LONG}\n", 2, f"the first_name is {len(LONG)} characters long"),
     ('id,first_name\nada,Ada\nblaise,"Blaise\nPascal\n', 3, "not valid CSV"),
     ('id,first_name\nada,"Ada\nLovelace",x\n', 2, "3 fields"),  # a row of two lines

@@ -13,7 +13,16 @@ parent sends, one at a time, and the parent keeps the clock:
 - an exception in the call comes back as itself; ``SystemExit`` or any other
   ``BaseException`` that is not an ``Exception``, or one that cannot be pickled, comes back
   as :class:`Raised`, which names it (the parent never exits for a child's call);
-- a child whose parent dies exits (it would wait forever), calling its ``on_orphan``.
+- a child whose parent dies exits (it would wait forever), calling its ``on_orphan``;
+- a child, and everything it starts, is out of reach of the terminal's Ctrl-C (SIGINT): the
+  forkserver is started with SIGINT ignored (so that a Ctrl-C while it imports its preloads
+  prints no traceback), and each child ignores SIGINT and leaves the terminal's session
+  (``setsid``). On a Ctrl-C only the parent is interrupted, and it kills its children
+  (:meth:`Child.kill`), which never print a traceback of their own;
+- children import this package from where the parent did: the forkserver starts without the
+  current folder on its import path (``PYTHONSAFEPATH``: Python 3.11's forkserver imports its
+  preloads with ``''`` first on the path, so that a course folder with its own
+  ``autograd_course/`` would be what it imports) and with :func:`.sandbox.package_environment`.
 
 ``autograd-course grade`` grades each submission in such a child (:mod:`.runner`: a pool of
 them on this machine; on a Dask worker, children of the Dask worker, :func:`.tasks.grade_within`),
@@ -25,6 +34,7 @@ strips terminal escape codes and caps the outputs a page is made of).
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import pickle
@@ -69,6 +79,34 @@ def context(preload: list[str]):
     return multiprocessing.get_context("spawn")
 
 
+_starting = threading.Lock()
+
+
+@contextlib.contextmanager
+def _started_apart():
+    """While a child (or the forkserver) is started: SIGINT ignored, which the new process
+    inherits (in the main thread only, where Python lets a handler be set), and the
+    environment of :func:`.sandbox.package_environment` with ``PYTHONSAFEPATH``."""
+    from autograd_course.grading.sandbox import package_environment
+
+    env = {**package_environment(), "PYTHONSAFEPATH": "1"}
+    main = threading.current_thread() is threading.main_thread()
+    with _starting:
+        saved = {name: os.environ.get(name) for name in env}
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+        os.environ.update(env)
+        try:
+            yield
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+            if main:
+                signal.signal(signal.SIGINT, previous)
+
+
 class Child:
     """A worker process that runs its parent's calls one at a time (see the module).
 
@@ -88,7 +126,8 @@ class Child:
         flags = multiprocessing.current_process()._config  # noqa: SLF001 - its own flags
         daemonic = flags.pop("daemon", None)
         try:
-            self.process.start()
+            with _started_apart():
+                self.process.start()
         finally:
             if daemonic is not None:
                 flags["daemon"] = daemonic
@@ -156,6 +195,12 @@ class Child:
         self.process.join(5)
         self._cleanup()
 
+    def kill_soon(self) -> None:
+        """Stop the child and everything under it at once (:func:`kill_tree`), without waiting
+        for it: :meth:`kill` then reaps it. For a parent that stops many children (Ctrl-C)."""
+        if self.process.pid is not None and self.process.exitcode is None:
+            kill_tree(self.process.pid)
+
     def close(self) -> None:
         """Let the child end (it finishes no call), else kill it."""
         try:
@@ -173,7 +218,11 @@ class Child:
 
 
 def _serve(conn, parent: int, initializer, initargs, on_orphan) -> None:
-    """A child's life: run each call it is sent, and send back its result or exception."""
+    """A child's life: run each call it is sent, and send back its result or exception. It
+    leaves the terminal's session and ignores SIGINT (its parent handles a Ctrl-C)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(OSError):  # already a session's leader
+        os.setsid()
 
     def watch() -> None:
         while True:

@@ -151,7 +151,8 @@ class Course:
                     problems: list[str] | None = None) -> list[Submission]:
         """The submissions on disk for ``assignments`` (and ``students``, when given). A folder
         whose name is not a student id the course accepts is left out, with a line in
-        ``problems``."""
+        ``problems``; so is a folder named as one of ``assignments`` only up to case
+        (``submitted/tess/01_Gradients``), with the right spelling."""
         from autograd_course.grading.record import NAME
 
         wanted = set(students)
@@ -167,6 +168,71 @@ class Course:
                                         "(letters, digits and . _ @ + -); not graded")
                     continue
                 found.append(Submission(path.parent.name, assignment))
+        if problems is not None:
+            problems += self.misspelled(assignments, students)
+        return found
+
+    def misspelled(self, assignments: list[str], students: list[str] = ()) -> list[str]:
+        """A line for each folder ``submitted/STUDENT/NAME`` that is one of ``assignments``
+        only up to case, where the right spelling is not there too (never graded)."""
+        folded = {a.casefold(): a for a in assignments}
+        root = self.directory("submitted")
+        lines = []
+        if not root.is_dir():
+            return lines
+        for student in sorted(p for p in root.iterdir() if p.is_dir()):
+            if students and student.name not in students:
+                continue
+            for path in sorted(p for p in student.iterdir() if p.is_dir()):
+                right = folded.get(path.name.casefold())
+                if right and right != path.name and not (student / right).is_dir():
+                    lines.append(f"{path}: the assignment is spelled {right} (not "
+                                 f"{path.name[:128]!r}); not graded until the folder is "
+                                 "renamed")
+        return lines
+
+    def unknown_students(self, assignments: list[str], students: list[str]) -> list[str]:
+        """The ``students`` with no folder ``submitted/STUDENT/ASSIGNMENT`` for any of
+        ``assignments`` (a typo in ``--student``, most likely)."""
+        return [s for s in dict.fromkeys(students)
+                if not any(self.directory("submitted", s, a).is_dir() for a in assignments)]
+
+    def notebooks_of(self, assignment: str) -> list[str]:
+        """The notebook files of ``assignment`` (``NAME.ipynb``, as in source/)."""
+        return sorted(p.name for p in self.directory("source", ".", assignment).glob("*.ipynb"))
+
+    def dates(self, submissions: list[Submission]) -> dict[Submission, tuple]:
+        """What the course's gradebook says of each submission's dates, for nbgrader's late
+        penalty: (the assignment's due date, the student's extension in seconds, the
+        submission's stored timestamp), dates as ISO text, naive UTC as nbgrader stores them
+        (None where there is none). Submissions of an assignment the gradebook does not know
+        are left out; no gradebook file is created to read them."""
+        import warnings
+
+        from nbgrader.api import MissingEntry
+
+        sqlite = self.sqlite_path()
+        if sqlite is not None and not sqlite.exists():
+            return {}
+        found = {}
+        with warnings.catch_warnings(), self.gradebook() as gb:
+            warnings.simplefilter("ignore")  # SQLAlchemy's notes on nbgrader's own queries
+            for assignment in sorted({s.assignment for s in submissions}):
+                try:
+                    record = gb.find_assignment(assignment)
+                except MissingEntry:
+                    continue
+                due = record.duedate.isoformat() if record.duedate else None
+                stored = {s.student.id: s for s in record.submissions}
+                for submission in submissions:
+                    if submission.assignment != assignment:
+                        continue
+                    row = stored.get(submission.student)
+                    extension = (row.extension.total_seconds() if row is not None
+                                 and row.extension is not None else None)
+                    timestamp = (row.timestamp.isoformat() if row is not None and row.timestamp
+                                 else None)
+                    found[submission] = (due, extension, timestamp)
         return found
 
     def secret(self) -> str:

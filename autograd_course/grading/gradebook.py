@@ -18,6 +18,11 @@ finds everything the first one graded marked, and grades only what is left.
 Manual grading survives a regrade: merging sets only the autograder's part (``auto_score``,
 ``auto_comment``) and keeps ``manual_score``, ``manual_comment`` and ``extra_credit``; a grade
 with a manual score still needs a manual look, as nbgrader decides.
+
+Late work: merging writes the submission's timestamp and each notebook's
+``late_submission_penalty`` as nbgrader's ``AssignLatePenalties`` computed them in the worker
+(from the due date and extension the task carried, :func:`.tasks.set_dates`); a submission
+that could not be graded has no penalty (its score is 0).
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ from sqlalchemy import (
     text,
 )
 
-from autograd_course.grading import record
+from autograd_course.grading import feedback, record
 from autograd_course.grading.course import Course, CourseError
 from autograd_course.grading.tasks import Outcome, write_files
 
@@ -98,19 +103,20 @@ def cells(db_url: str, assignment: str, course_id: str = "default_course"
 def register(course: Course, assignment: str, expected: dict[str, dict[str, float]]) -> None:
     """Make sure the course's gradebook knows ``assignment`` with the graded cells
     ``expected`` (what grading source/ now gives). A gradebook that does not know it yet gets
-    it, as ``autograd-course release`` would do; one that knows other cells or points is an
-    error: source/ changed after the release, and grades would not fit."""
+    it, as ``autograd-course release`` would do (also one that knows it only by name and due
+    date, from ``nbgrader db assignment add``: its due date is kept); one that knows other
+    cells or points is an error: source/ changed after the release, and grades would not fit."""
     from autograd_course.grading.release import prepare
 
     known = cells(course.db_url, assignment, course.course_id)
-    if known is None:
+    if not known:
         with tempfile.TemporaryDirectory(prefix="autograd-course-register-") as tmp:
             prepare(Path(tmp), course, [assignment], db_url=course.db_url)
     elif known != expected:
         raise CourseError(
             f"the gradebook's {assignment} has other graded cells than "
             f"source/{assignment} now (source/ changed after the release?): run "
-            f"`autograd-course release {assignment}` to update it, then grade again")
+            f"`autograd-course release {assignment} --force` to update it, then grade again")
 
 
 def _replace_folder(folder: Path, files: dict[str, bytes]) -> None:
@@ -169,6 +175,9 @@ class Writer:
                 comment = comments.get((item["notebook"], item["cell"]))
                 if comment is not None:
                     comment.auto_comment = item["auto_comment"]
+            for notebook in submission.notebooks:  # nbgrader's AssignLatePenalties, as computed
+                notebook.late_submission_penalty = outcome.penalties.get(notebook.name)
+            feedback.mark(self.gb, assignment, student, outcome.feedback_state)  # the page's
             _mark(self.gb, assignment, student, outcome.digest)
             self.gb.db.commit()
 
@@ -185,6 +194,7 @@ class Writer:
             warnings.simplefilter("ignore")
             submission = self._submission(student, assignment)
             for notebook in submission.notebooks:
+                notebook.late_submission_penalty = None  # no score, no penalty
                 questions = []
                 for grade in notebook.grades:
                     grade.auto_score = 0
@@ -200,14 +210,11 @@ class Writer:
 
 
 def export_grades(course: Course, dest: Path) -> None:
-    """Write the gradebook's grades to ``dest`` as ``nbgrader export`` does (its CSV plugin)."""
-    from nbgrader.plugins import CsvExportPlugin
+    """Write the gradebook's grades to ``dest`` as ``nbgrader export`` does under the course's
+    config: nbgrader's columns, proper CSV (:mod:`.export`)."""
+    from autograd_course.grading.export import export
 
-    plugin = CsvExportPlugin()
-    plugin.to = str(dest)
-    with warnings.catch_warnings(), course.gradebook() as gb:
-        warnings.simplefilter("ignore")
-        plugin.export(gb)
+    export(course, dest)
 
 
 def _lock_key(course: Course) -> int:

@@ -8,6 +8,13 @@ explain. The subclass sees only this module's small API: :meth:`~SandboxedExecut
 :attr:`~SandboxedExecute.cell_timed_out`, :meth:`~SandboxedExecute.kernel_pid`,
 :attr:`~SandboxedExecute.kernel_started`, :attr:`~SandboxedExecute.watchdog`.
 
+A kernel that never answers its first request (``kernel_info``), or cannot even be started,
+is the grader's failure, never the student's: no code of the submission runs before that
+answer (the kernel starts with ``python -P``, its working folder off the import path). Such a
+failure is kept (:func:`not_started`), so that the grading process can refuse to score the
+submission (:class:`KernelNotStarted`, raised by :mod:`.runner` and :mod:`.selfcheck`); a
+kernel that dies after it answered (the notebook killed it) stays the notebook's.
+
 This is the one module that relies on private parts of jupyter_client and nbclient; each use
 says what it relies on, so that an upgrade that breaks one is found here.
 """
@@ -49,6 +56,21 @@ MAX_HEADER = 64 * 2**10
 #: outputs and answers are mostly strings (text, base64 images and arrays); JSON of millions
 #: of tiny containers would cost the grader gigabytes and seconds to parse.
 MAX_STRUCTURE = 2_000_000
+
+
+class KernelNotStarted(RuntimeError):
+    """A grading kernel never answered its first request, or could not be started: the
+    grader's failure (its environment, its config), not the student's; its message says why."""
+
+
+_not_started: list[str] = []  # why kernels of this process did not start, since last read
+
+
+def not_started() -> list[str]:
+    """Why each grading kernel this process tried to start since the last call did not start
+    (empty when all did); the list is emptied."""
+    found, _not_started[:] = list(_not_started), []
+    return found
 
 
 def _structure(raw: bytes) -> int:
@@ -318,6 +340,15 @@ class Watchdog:
 LOG_BYTES = 2**20
 
 
+def _tail(path: Path, lines: int = 3) -> str:
+    """The last lines of a kernel's log, on one line (why it did not start)."""
+    try:
+        text = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return "no kernel log"
+    return " / ".join(text[-lines:])[-400:] or "the kernel wrote nothing"
+
+
 class KernelLog:
     """A kernel's own stdout and stderr (not the notebook's outputs): a FIFO in its host
     folder (:attr:`.sandbox.Folders.output`, which a forked kernel opens by name), copied
@@ -382,6 +413,7 @@ class SandboxedExecute(Execute):
         """Start the next notebook's kernel as ``plan`` says, in a cgroup of its own."""
         self._plan = plan
         self.kernel_started = False
+        self._start_error: str | None = None  # why it did not start, if it did not
         self.cell_timed_out: float | None = None
         self.cgroup, why = cgroups.create(*_cgroup_limits(plan))
         #: what the kernel's cgroup saw, read before it was removed (see release_kernel)
@@ -397,7 +429,8 @@ class SandboxedExecute(Execute):
 
     def release_kernel(self) -> None:
         """Stop watching the kernel, remove its cgroup (anything left in it killed) and
-        close its log."""
+        close its log; a kernel that did not start is said in :func:`not_started`, with the
+        last lines of its log."""
         self.watchdog.stop()
         if self.cgroup is not None:
             with contextlib.suppress(OSError, ValueError):
@@ -409,10 +442,17 @@ class SandboxedExecute(Execute):
             self.cgroup.remove()
         if self._plan.log is not None:
             self._plan.log.close()
+        if getattr(self, "_start_error", None) is not None:
+            error, self._start_error = self._start_error, None
+            _not_started.append(f"{error}: {_tail(self._plan.folders.log)}")
 
     def preprocess(self, nb, resources, *args, **kwargs):
         try:
             return super().preprocess(nb, resources, *args, **kwargs)
+        except Exception as exc:
+            if not getattr(self, "kernel_started", True):  # it never answered kernel_info
+                self._start_error = self.watchdog.killed or f"{type(exc).__name__}: {exc}"
+            raise
         finally:
             if getattr(self, "cgroup", True) is None:
                 from .preprocessors.cells import notes

@@ -3,7 +3,8 @@
 A record says, for one student's notebook, each test cell's points, score, diagnostic message
 and diagnosis code, the notes on what the grader repaired (deleted or edited cells, a broken
 file) and whether the kernel was sandboxed, the code scan's flags for review, the errors the
-student's own cells raised, why grading stopped early if it did, and how long it took.
+student's own cells raised, why grading stopped early if it did, how long it took, and how
+late the submission was with the late penalty nbgrader gave the notebook.
 
 Records live in the **store**, ``records/ASSIGNMENT/STUDENT/NOTEBOOK.json`` under the course
 root (:func:`store`): a folder only the grading process writes, outside every folder a
@@ -52,6 +53,8 @@ class GradeRecord:
     sandboxed: bool = False
     errors: list[str] = field(default_factory=list)  # errors the student's own cells raised
     seconds: float | None = None  # how long the grader took over the notebook
+    seconds_late: float | None = None  # nbgrader's total_seconds_late (None: not known)
+    late_penalty: float | None = None  # the notebook's late_submission_penalty (nbgrader's)
 
     @property
     def score(self) -> float:
@@ -96,9 +99,11 @@ class GradeRecord:
             raise RecordError("a failure that is not text")
         if not isinstance(data.get("sandboxed", False), bool):
             raise RecordError("a sandboxed flag that is not a boolean")
-        if not isinstance(data.get("seconds"), int | float | type(None)) or isinstance(
-                data.get("seconds"), bool):
-            raise RecordError("seconds that are not a number")
+        for key in ("seconds", "seconds_late", "late_penalty"):
+            value = data.get(key)
+            if not isinstance(value, int | float | type(None)) or isinstance(value, bool) or (
+                    isinstance(value, float) and not math.isfinite(value)):
+                raise RecordError(f"{key} that are not a number")
         return cls(**data)
 
 

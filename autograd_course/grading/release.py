@@ -8,15 +8,22 @@ that needs student versions goes through it:
 - :func:`generate` writes ``release/`` and never touches the course's gradebook (what the test
   that compares ``release/`` with nbgrader's output, and a maintainer after editing
   ``source/``, run);
-- :func:`release` (``autograd-course release``) writes ``release/`` and registers the
+- :func:`release` (``autograd-course release``) writes ``release/``, registers the
   assignments in the course's gradebook, whatever its ``db_url``, as
-  ``nbgrader generate_assignment`` in the course root would;
+  ``nbgrader generate_assignment`` in the course root would, and releases them to the
+  exchange (``Exchange.root``, which the course's config always sets), as
+  ``nbgrader release_assignment`` would. Only the assignments named are registered: the
+  gradebook, ``grades.csv`` and formgrader count what was released (or graded), never the
+  units no one was given. An assignment already in the exchange's ``outbound/`` is left as
+  it is (release/, gradebook and exchange), unless ``force``: then it is generated and
+  released again (nbgrader's ``--force``; students who fetched it keep their copy);
 - the self-check and the grading workers keep a prepared course as it is (config, source,
   release and a gradebook that knows the assignment).
 """
 
 from __future__ import annotations
 
+import copy
 import shutil
 import tempfile
 import warnings
@@ -83,11 +90,41 @@ def generate(root: str | Path, names: Iterable[str] | None = None,
     return dest
 
 
-def release(course: Course, names: Iterable[str]) -> list[str]:
-    """``autograd-course release``: write release/ and put the assignments into the course's
-    gradebook (created if needed), as ``nbgrader generate_assignment`` in the root would."""
+def outbound(course: Course, name: str) -> Path:
+    """Where nbgrader's exchange keeps the released ``name`` of ``course``."""
+    from nbgrader.exchange.default import Exchange
+
+    root = Exchange(config=course.config).root
+    return Path(root) / course.course_id / "outbound" / name
+
+
+def release(course: Course, names: Iterable[str], force: bool = False
+            ) -> dict[str, str]:
+    """``autograd-course release``: write release/, put the assignments into the course's
+    gradebook (created if needed), as ``nbgrader generate_assignment`` in the root would, and
+    release them to the exchange, as ``nbgrader release_assignment`` would. Returns each
+    assignment with what was done: ``"released"``, ``"released again"`` (``force``), or
+    ``"kept"`` (already in the exchange: nothing was changed for it)."""
+    from nbgrader.apps import NbGraderAPI
+
     names = course.check_assignments(list(names))
+    done = {name: ("released again" if force else "kept") if outbound(course, name).exists()
+            else "released" for name in names}
+    todo = [name for name in names if done[name] != "kept"]
+    if not todo:
+        return done
     with tempfile.TemporaryDirectory(prefix="autograd-course-release-") as tmp:
-        work = prepare(Path(tmp), course, names, db_url=course.db_url)
-        _copy_release(work, names, course.directory("release"))
-    return names
+        work = prepare(Path(tmp), course, todo, db_url=course.db_url)
+        _copy_release(work, todo, course.directory("release"))
+    config = copy.deepcopy(course.config)
+    config.ExchangeReleaseAssignment.force = force
+    api = NbGraderAPI(config=config)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in todo:
+            result = api.release_assignment(name)
+            if not result.get("success"):
+                lines = (result.get("error") or result.get("log") or "").strip().splitlines()
+                raise ReleaseError(f"nbgrader release_assignment {name} failed: "
+                                   + (lines[-1] if lines else "no message"))
+    return done

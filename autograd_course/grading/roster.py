@@ -16,7 +16,9 @@ and the problem. It then puts every student of the roster into the gradebook, na
 The file is student data (an LMS export, names the students chose): a field is made
 :func:`~.terminal.safe` (no control characters, escape codes or bidirectional overrides) and
 may not be longer than the gradebook's column (:data:`MAX_CHARS`), nor the file larger than
-:data:`MAX_BYTES`. Formgrader shows the names as text.
+:data:`MAX_BYTES`. Formgrader shows the names as text. A student id, and a non-empty
+``lms_user_id`` (which maps an LMS download's files to a student's folder), may each be on one
+row only: a repeat names both lines.
 """
 
 from __future__ import annotations
@@ -115,6 +117,13 @@ def _add(roster: Roster, columns: list[str], row: list[str], line: int,
         raise CourseError(f"{path}, line {line}: the student {student} is also on line "
                           f"{first_line[student]}")
     first_line[student] = line
+    lms_id = values.get("lms_user_id")
+    if lms_id is not None:  # one LMS id, one student: else one's LMS files go to another
+        key = f"lms_user_id {lms_id}"  # no student id has a space: no clash with one
+        if key in first_line:
+            raise CourseError(f"{path}, line {line}: the lms_user_id {lms_id} is also on line "
+                              f"{first_line[key]}")
+        first_line[key] = line
     roster.students[student] = values
 
 

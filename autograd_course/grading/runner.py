@@ -8,6 +8,15 @@ worker once, each submission's files go with its task, and each result is merged
 course as it arrives (:meth:`.gradebook.Writer.merge`), in the main process only, so any
 gradebook URL works and workers share no files with it.
 
+A kernel that never answers its first request is the grader's failure, not the student's
+(:mod:`.kernel`): its submission is tried once more, and a second time the run stops (exit
+status 2, :class:`GraderFailure`, with the reason) with no score written for it or for any
+submission not merged yet, so that the next run grades them (on this machine, and on a Dask
+cluster, where the worker's task tries it twice). A Ctrl-C stops the
+run at once (:class:`Interrupted`): each submission merged before it stays merged, whole; its
+grading children, and their kernels, are killed (they ignore the terminal's SIGINT
+themselves, :mod:`.bounded`).
+
 Each submission, grading and feedback together, has one wall-clock budget
 (``c.JudgedExecute.submission_seconds``), held by the process that started its grading, not
 by the process that grades it (:mod:`.bounded`): past it, that process and every process under
@@ -27,11 +36,15 @@ it are killed, the submission gets 0 and the reason, and the class goes on.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import json
 import os
 import shutil
+import signal
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -40,7 +53,7 @@ from pathlib import Path
 from nbgrader.api import MissingEntry
 
 from autograd_course.grading import bounded, gradebook, roster, selfcheck, tasks
-from autograd_course.grading.course import Course, Submission
+from autograd_course.grading.course import Course, CourseError, Submission
 from autograd_course.grading.release import prepare
 from autograd_course.grading.tasks import Bundle, Outcome, Task
 
@@ -141,16 +154,76 @@ def _keep(cache: Path, folder: Path, stamp: dict, archive: bytes, graded_cells: 
         shutil.rmtree(building, ignore_errors=True)
 
 
+class GraderFailure(CourseError):
+    """The run stopped for a failure of the grader's own (its kernels do not start): no score
+    was written for the submissions it had not merged (see the module)."""
+
+
+class KernelsDoNotStart(Exception):
+    """A submission's kernel did not start, twice (the reason of the last time)."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """A Ctrl-C stopped the run: what was merged stays; the rest is graded by the next run."""
+
+    def __init__(self, merged: int, left: int):
+        super().__init__(f"{merged} submissions merged, {left} not graded (run grade again "
+                         "to go on)")
+        self.merged, self.left = merged, left
+
+
+@contextlib.contextmanager
+def _merging() -> Iterator[None]:
+    """A SIGINT (Ctrl-C) that comes during the block is held until its end, then raised as
+    KeyboardInterrupt: a submission's files, grades and marker are merged whole (in the main
+    thread only, where Python delivers signals; elsewhere the block runs as it is)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if held:
+        raise KeyboardInterrupt
+
+
+def _interruptible(grade: Callable[..., Summary]) -> Callable[..., Summary]:
+    """A Ctrl-C before grading began is :class:`Interrupted` too (nothing merged)."""
+
+    @functools.wraps(grade)
+    def run(course, submissions, **kwargs) -> Summary:
+        try:
+            return grade(course, submissions, **kwargs)
+        except Interrupted:
+            raise
+        except KeyboardInterrupt:
+            raise Interrupted(0, len(submissions)) from None
+
+    return run
+
+
+@_interruptible
 def grade_class(course: Course, submissions: list[Submission], *, jobs: int = 1,
                 scheduler: str | None = None, force: bool = False,
                 on_done: Callable[[Outcome, int, int], None] | None = None,
                 on_wait: Callable[[], None] | None = None,
-                settings: dict | None = None) -> Summary:
+                settings: dict | None = None, rename_notebook: bool = False) -> Summary:
     """Grade ``submissions`` (skipping the unchanged graded ones unless ``force``); merge
     each into the course as it comes. ``on_done(outcome, done, total)`` after each merge.
+    ``rename_notebook``: a folder's only notebook, misnamed, is graded under the expected
+    name (:func:`.tasks.make_task`). A submission is unchanged when its files, its due date
+    and its extension are (the due date and extension are read from the gradebook here).
 
     The course's roster (:mod:`.roster`), when there is one, is read first (one that cannot be
     read stops the run before anything is graded) and put into the gradebook, names and all.
+
+    A submission whose kernel does not start is tried once more; a second time, the run stops
+    with :class:`GraderFailure` (the grader's failure: nothing is written for it, nor for the
+    submissions not merged yet). A Ctrl-C stops it with :class:`Interrupted`: what was merged
+    stays, each submission whole; children and kernels are killed.
     """
     class_roster = roster.load(course)
     summary = Summary()
@@ -159,8 +232,9 @@ def grade_class(course: Course, submissions: list[Submission], *, jobs: int = 1,
             roster.use(course, class_roster, [s.student for s in submissions])
         todo = []
         marks = {a: gradebook.graded(course, a) for a in {s.assignment for s in submissions}}
+        dates = course.dates(submissions)
         for submission in submissions:
-            task = tasks.make_task(course, submission)
+            task = tasks.make_task(course, submission, dates, rename=rename_notebook)
             if not force and marks[submission.assignment].get(submission.student) == task.digest:
                 summary.skipped.append(submission)
             else:
@@ -172,17 +246,27 @@ def grade_class(course: Course, submissions: list[Submission], *, jobs: int = 1,
         budgets = budgets_of(course, bundle)
         results = (_on_cluster(todo, bundle, scheduler, budgets) if scheduler
                    else _on_this_machine(todo, bundle, jobs, budgets))
-        with gradebook.Writer(course) as writer:
-            for outcome in results:
-                if outcome.ok:
-                    writer.merge(outcome)
-                else:
-                    reason = (outcome.error.strip().splitlines()
-                              or ["it could not be graded"])[-1]
-                    writer.record_failure(outcome, reason)
-                summary.outcomes.append(outcome)
-                if on_done:
-                    on_done(outcome, len(summary.outcomes), len(todo))
+        try:
+            with gradebook.Writer(course) as writer:
+                for outcome in results:
+                    with _merging():  # a Ctrl-C waits for the merge to be done whole
+                        if outcome.ok:
+                            writer.merge(outcome)
+                        else:
+                            reason = (outcome.error.strip().splitlines()
+                                      or ["it could not be graded"])[-1]
+                            writer.record_failure(outcome, reason)
+                        summary.outcomes.append(outcome)
+                    if on_done:
+                        on_done(outcome, len(summary.outcomes), len(todo))
+        except KernelsDoNotStart as exc:
+            raise GraderFailure(f"the grader could not start a kernel: {exc}; no score was "
+                                f"written for {len(todo) - len(summary.outcomes)} submissions "
+                                "(they are graded when grade runs again)") from None
+        except KeyboardInterrupt:
+            raise Interrupted(len(summary.outcomes), len(todo) - len(summary.outcomes)) from None
+        finally:
+            results.close()  # its children and their kernels are stopped
     order = {s: i for i, s in enumerate(submissions)}
     summary.outcomes.sort(key=lambda o: order[o.submission])
     return summary
@@ -204,12 +288,16 @@ def _on_this_machine(todo: list[Task], bundle: Bundle, jobs: int, budgets: dict[
     new child); either way a new child takes the next submission."""
     from multiprocessing.connection import wait
 
+    from autograd_course.grading.kernel import KernelNotStarted
+
     ctx = _context()
     waiting = [(task, 1) for task in todo]  # a task, and how many times it may still die
     retry: list[tuple[Task, int]] = []
     idle: list[bounded.Child] = []
     busy: dict[bounded.Child, tuple[Task, int]] = {}
+    restarted: set[str] = set()  # the digests of tasks whose kernel did not start once
     width = max(1, min(jobs, len(todo)))
+    finished = False
     try:
         while waiting or retry or busy:
             # a submission that killed its child is tried again alone, once nothing else runs
@@ -219,7 +307,7 @@ def _on_this_machine(todo: list[Task], bundle: Bundle, jobs: int, budgets: dict[
                 task, lives = waiting.pop(0)
                 child = idle.pop() if idle else bounded.Child(
                     ctx, tasks.serve, (bundle,), on_orphan=tasks.forget)
-                child.send(tasks.grade_served, (task,), budgets[task.submission.assignment])
+                child.send(tasks.graded_here, (task,), budgets[task.submission.assignment])
                 busy[child] = (task, lives)
             soonest = min(child.deadline for child in busy)
             wait([w for child in busy for w in child.waitables],
@@ -239,6 +327,14 @@ def _on_this_machine(todo: list[Task], bundle: Bundle, jobs: int, budgets: dict[
                     else:
                         yield tasks.failed(task, tasks.KILLED)
                     continue
+                except KernelNotStarted as exc:  # the grader's failure: tried once more
+                    del busy[child]
+                    idle.append(child)
+                    if task.digest in restarted:
+                        raise KernelsDoNotStart(str(exc)) from None
+                    restarted.add(task.digest)
+                    waiting.insert(0, (task, lives))
+                    continue
                 except Exception as exc:  # noqa: BLE001 - grading itself failed in the child
                     outcome = tasks.failed(task, bounded.said(exc))
                 if outcome is bounded.PENDING:  # still grading
@@ -246,11 +342,16 @@ def _on_this_machine(todo: list[Task], bundle: Bundle, jobs: int, budgets: dict[
                 del busy[child]
                 idle.append(child)
                 yield outcome
+        finished = True
     finally:
-        for child in idle:
-            child.close()
-        for child in busy:
-            child.kill()
+        if finished:
+            for child in idle:
+                child.close()
+        else:  # stopped (Ctrl-C, the grader's failure): every child at once, then reaped
+            for child in [*busy, *idle]:
+                child.kill_soon()
+            for child in [*busy, *idle]:
+                child.kill()
 
 
 # -- a Dask cluster ---------------------------------------------------------------------------
@@ -261,6 +362,8 @@ def _on_cluster(todo: list[Task], bundle: Bundle, scheduler: str, budgets: dict[
     from distributed import Client
     from distributed import as_completed as dask_completed
     from distributed.scheduler import KilledWorker
+
+    from autograd_course.grading.kernel import KernelNotStarted
 
     with Client(scheduler, timeout=60) as client:
         # a task's result, not scattered data: a submission that kills workers kills the
@@ -277,6 +380,8 @@ def _on_cluster(todo: list[Task], bundle: Bundle, scheduler: str, budgets: dict[
             task = futures[future]
             try:
                 yield future.result()
+            except KernelNotStarted as exc:  # twice, on its worker: the grader's failure
+                raise KernelsDoNotStart(str(exc)) from None
             except KilledWorker:
                 yield Outcome(task.submission, False, task.digest,
                               error="KilledWorker: grading this submission killed its Dask "

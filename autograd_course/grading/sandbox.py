@@ -27,6 +27,12 @@ an **allowlist** (:func:`allowlist`): nothing of the host is there unless it is 
   (:func:`kernel_user`);
 - the kernel starts with ``python -P`` (:func:`kernel_python`): no file of the submission is
   imported before the kernel is up and watched;
+- the kernel imports this package from where the grader imported it (:data:`PACKAGE`), never
+  another copy: where the environment's Python would find another one (a copy of the course
+  with its own ``autograd_course/`` folder, graded with the environment of another checkout
+  whose editable install points there), :func:`package_environment` puts :data:`PACKAGE`'s
+  folder first on the kernel's ``PYTHONPATH`` (and on the grading children's,
+  :func:`.bounded.context`);
 - no network (``--unshare-net``): it talks to the grader over IPC sockets; its own PID, IPC
   and UTS namespaces; it dies with the grader; a clean environment (``--clearenv``);
 - when the grader runs as root, a user of its own (a uid from :data:`KERNEL_UIDS`, one per
@@ -231,10 +237,38 @@ def _environment(home: Path) -> dict[str, str]:
         "JUPYTER_RUNTIME_DIR": str(home / ".jupyter"), "JUPYTER_CONFIG_DIR": str(home / ".jupyter"),
         "NBGRADER_EXECUTION": "autograde", "PYTHONNOUSERSITE": "1",
     }
-    for name in ("PYTHONPATH", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         if os.environ.get(name):
             env[name] = os.environ[name]
-    return env
+    return {**env, **package_environment()}
+
+
+def package_environment() -> dict[str, str]:
+    """The ``PYTHONPATH`` under which a new Python of this environment, started with ``-P``
+    (no current folder on its path), imports this package from :data:`PACKAGE`: the grader's
+    own ``PYTHONPATH``, with :data:`PACKAGE`'s folder first where that Python would otherwise
+    find the package elsewhere (:func:`_found_elsewhere`). Empty when neither is needed."""
+    paths = [str(PACKAGE.parent)] if _found_elsewhere() else []
+    paths += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return {"PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))} if paths else {}
+
+
+@functools.cache
+def _found_elsewhere() -> bool:
+    """Whether this environment's Python, started as a kernel is (``-P``, no user site, the
+    grader's ``PYTHONPATH``), would import ``autograd_course`` from another folder than
+    :data:`PACKAGE`, or find none (asked once per process: one Python started)."""
+    probe = ("import importlib.util as u; s = u.find_spec('autograd_course'); "
+             "print(s.origin if s and s.origin else '')")
+    env = {**os.environ, "PYTHONNOUSERSITE": "1"}
+    env.pop("PYTHONSAFEPATH", None)
+    try:
+        done = subprocess.run([sys.executable, "-P", "-c", probe], capture_output=True,
+                              text=True, timeout=60, cwd="/", env=env)
+    except (OSError, subprocess.TimeoutExpired):
+        return True  # a folder too many on the path is harmless; a missing one is not
+    found = done.stdout.strip()
+    return not found or Path(found).resolve().parent != PACKAGE
 
 
 def _limits_prefix(limits: Limits, *, processes: bool) -> list[str]:
@@ -391,7 +425,8 @@ def seccomp_on() -> bool:
     and checks that it refuses keyctl (``python -m autograd_course.seccomp --probe``)."""
     try:
         done = subprocess.run([sys.executable, "-P", "-m", "autograd_course.seccomp",
-                               "--probe"], capture_output=True, timeout=30)
+                               "--probe"], capture_output=True, timeout=30,
+                              env={**os.environ, **package_environment()})
     except (OSError, subprocess.TimeoutExpired):
         return False
     return done.returncode == 0

@@ -10,7 +10,9 @@ from ``check`` and from ``grade``.
 
 The notebook is graded in a child process (:mod:`.bounded`), which this process kills when
 the notebook's budget (``c.JudgedExecute.submission_seconds``) is spent: the check then fails
-for time, with the reason, and the next notebook is checked.
+for time, with the reason, and the next notebook is checked. A kernel that never answers its
+first request is the grader's failure (:mod:`.kernel`): the check is tried once more, then
+fails with "the grader could not start a kernel: ..." and no verdict on the notebook.
 
 The cache is only ever a shortcut. A prepared course carries a stamp (:data:`STAMP`: the
 fingerprint, the course root it was made for, the package and nbgrader that made it) and is
@@ -292,12 +294,15 @@ def _grade_bounded(course: Course, cached: Path, work: Path, notebook: Path, ass
     """:func:`_grade` in this process's grading child (:class:`.bounded.Child`, started at
     the first check and kept, with its zygote, for the next), within the submission's budget
     (:func:`.preprocessors.execute.submission_budget`): past it, the child and its kernels are
-    killed and the check fails for time (RuntimeError). A child that dies is replaced once."""
+    killed and the check fails for time (RuntimeError). A child that dies is replaced once;
+    a kernel that does not start is tried once more, then :class:`~.kernel.KernelNotStarted`."""
     from autograd_course.grading import bounded, warm
+    from autograd_course.grading.kernel import KernelNotStarted
     from autograd_course.grading.preprocessors.execute import submission_budget
 
     seconds = submission_budget(course.config, 1)
-    for _ in range(2):
+    deaths = kernel_failures = 0
+    while True:
         if not (_children and _children[0].alive):
             plan = warm._plan  # noqa: SLF001 - the plan this process was given, for the child
             _children[:] = [bounded.Child(bounded.context(PRELOAD), _start_child,
@@ -309,9 +314,16 @@ def _grade_bounded(course: Course, cached: Path, work: Path, notebook: Path, ass
         except bounded.Overrun as exc:
             raise RuntimeError(str(exc)) from None
         except bounded.Died:
-            continue
-    raise RuntimeError("the grading process died twice while it graded this notebook "
-                       "(a signal, or out of memory)")
+            deaths += 1
+            if deaths == 2:
+                raise RuntimeError("the grading process died twice while it graded this "
+                                   "notebook (a signal, or out of memory)") from None
+        except KernelNotStarted as exc:  # the grader's failure, not the notebook's: once more
+            kernel_failures += 1
+            if kernel_failures == 2:
+                raise KernelNotStarted(f"the grader could not start a kernel: {exc} (tried "
+                                       "twice; the notebook was not graded)") from None
+        work = work.with_name(f"{work.name}-again")  # the one tried holds what it left
 
 
 def _grade(course: Course, cached: Path, work: Path, notebook: Path, assignment: str,
@@ -334,9 +346,14 @@ def _grade(course: Course, cached: Path, work: Path, notebook: Path, assignment:
     checking = Course.load(work, CourseDirectory=private,
                            JudgedExecute={"secret": course.secret(),
                                           "hide_paths": [str(course.root)]})
+    from autograd_course.grading.kernel import KernelNotStarted, not_started
+
+    not_started()  # forget an earlier check's
     with contextlib.chdir(work):
         result = NbGraderAPI(config=checking.config).autograde(assignment, student,
                                                                force=True, create=True)
+    if why := not_started():  # no verdict: the kernel never answered (see .kernel)
+        raise KernelNotStarted(why[-1])
     found, _ = record.store(work).read(assignment, student)
     if result.get("success") and found:
         return found, ""

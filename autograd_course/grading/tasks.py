@@ -34,6 +34,7 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograd_course.grading import feedback as pages
 from autograd_course.grading import intake, record
 from autograd_course.grading.course import Course, Submission, tools_on_path
 
@@ -59,12 +60,23 @@ class Bundle:
 @dataclass(frozen=True)
 class Task:
     """One submission to grade: who, which assignment, its files (relative path -> bytes)
-    within the intake's limits (:mod:`.intake`), and the sizes of those too large to read."""
+    within the intake's limits (:mod:`.intake`), and the sizes of those too large to read.
+
+    It also carries what nbgrader's ``AssignLatePenalties`` needs from the course's gradebook
+    (the worker grades in a gradebook of its own, :func:`set_dates`): the assignment's due
+    date and the student's extension (nbgrader's ``Submission.extension``), and the
+    submission's timestamp there (nbgrader keeps it when the folder has no timestamp.txt).
+    Dates are ISO text, naive UTC as nbgrader stores them; the extension is in seconds."""
 
     submission: Submission
     files: dict[str, bytes]
-    digest: str  # of the files: a regrade is needed when it changes
+    digest: str  # of the files and the due date: a regrade is needed when it changes
     oversized: dict[str, int] = field(default_factory=dict)
+    duedate: str | None = None
+    extension: float | None = None
+    timestamp: str | None = None
+    renamed: tuple[str, str] | None = None  # (as submitted, as graded): --rename-notebook
+    misnamed: str = ""  # "rosa submitted Untitled.ipynb; the assignment's notebook is ..."
 
 
 @dataclass
@@ -81,6 +93,9 @@ class Outcome:
     feedback: dict[str, bytes] = field(default_factory=dict)
     records: dict[str, str] = field(default_factory=dict)  # notebook -> its grade record (JSON)
     error: str = ""
+    feedback_state: str = ""  # what the feedback page shows of the gradebook (feedback.state)
+    seconds_late: float = 0.0  # nbgrader's total_seconds_late (due date and extension)
+    penalties: dict[str, float | None] = field(default_factory=dict)  # notebook -> late penalty
 
 
 def pack(folder: Path) -> bytes:
@@ -99,24 +114,57 @@ def read_files(folder: Path) -> dict[str, bytes]:
             if p.is_file() and not p.is_symlink()}
 
 
-def digest_of(files: dict[str, bytes], oversized: dict[str, int] | None = None) -> str:
-    """A fingerprint of a submission's files: it changes when any file does."""
+def digest_of(files: dict[str, bytes], oversized: dict[str, int] | None = None,
+              deadline: str = "") -> str:
+    """A fingerprint of a submission's files, and of its ``deadline`` (due date and extension,
+    as text; none, the same fingerprint as before due dates counted): it changes when any
+    file does, or the due date or the student's extension."""
     digest = hashlib.sha256()
     for name in sorted(files):  # a name that is not UTF-8 comes as surrogates (os.walk's)
         digest.update(os.fsencode(name) + b"\0" + hashlib.sha256(files[name]).digest())
     for name, size in sorted((oversized or {}).items()):
         digest.update(os.fsencode(name) + b"\0oversized\0" + str(size).encode())
+    if deadline:
+        digest.update(b"\0deadline\0" + deadline.encode())
     return digest.hexdigest()
 
 
-def make_task(course: Course, submission: Submission) -> Task:
-    """The task of one submission: its files as the intake lets them in."""
+def make_task(course: Course, submission: Submission, dates: dict | None = None,
+              rename: bool = False) -> Task:
+    """The task of one submission: its files as the intake lets them in, with its due date,
+    extension and stored timestamp from the course's gradebook (``dates``: what
+    :meth:`.Course.dates` gives for a run's submissions; read here when not given).
+
+    With ``rename``, a folder whose only notebook is not named as the assignment's notebook
+    (and that has no notebook of that name) has it graded under the expected name: only the
+    task's file name changes, never the file on disk (:func:`.intake.misnamed`)."""
     from nbgrader.coursedir import CourseDirectory
 
     folder = course.directory("submitted", submission.student, submission.assignment)
     found = intake.scan(folder, int(CourseDirectory(config=course.config).max_file_size) * 1000)
     files = found.read()
-    return Task(submission, files, digest_of(files, found.oversized), found.oversized)
+    renamed, said = None, ""
+    notebooks = course.notebooks_of(submission.assignment)
+    wrong = intake.misnamed(list(files) + list(found.oversized), notebooks)
+    if wrong:
+        said = (f"{submission.student} submitted {', '.join(intake.shown(w) for w in wrong[:3])}"
+                + (f" and {len(wrong) - 3} more" if len(wrong) > 3 else "")
+                + f"; the assignment's notebook{'s are' if len(notebooks) > 1 else ' is'} "
+                + ", ".join(notebooks))
+    if rename and wrong and len(notebooks) == 1 and len(
+            [n for n in [*files, *found.oversized] if n.endswith(".ipynb")]) == 1:
+        renamed, said = (wrong[0], notebooks[0]), ""
+        if wrong[0] in files:
+            files[notebooks[0]] = files.pop(wrong[0])
+        else:
+            found.oversized[notebooks[0]] = found.oversized.pop(wrong[0])
+    if dates is None:
+        dates = course.dates([submission])
+    duedate, extension, timestamp = dates.get(submission, (None, None, None))
+    deadline = f"{duedate}|{extension}" if duedate is not None else ""
+    return Task(submission, files, digest_of(files, found.oversized, deadline), found.oversized,
+                duedate=duedate, extension=extension, timestamp=timestamp, renamed=renamed,
+                misnamed=said)
 
 
 def sqlite_url(folder: Path) -> str:
@@ -226,6 +274,20 @@ def grade_served(task: Task) -> Outcome:
     return grade(task, _served[1])
 
 
+def graded_here(task: Task) -> Outcome:
+    """:func:`grade_served`, in a grading child; raises :class:`~.kernel.KernelNotStarted`
+    if a kernel of the submission did not start (the grader's failure: its outcome is not
+    the student's)."""
+    from autograd_course.grading.kernel import KernelNotStarted, not_started
+
+    not_started()  # forget an earlier submission's
+    outcome = grade_served(task)
+    why = not_started()
+    if why:
+        raise KernelNotStarted(why[-1])
+    return outcome
+
+
 def failed(task: Task, reason: str) -> Outcome:
     """The outcome of a submission that could not be graded, and why (its last line is the
     reason its grade record gives)."""
@@ -242,10 +304,13 @@ def grade_within(task: Task, bundle: Bundle, seconds: float, tries: int = 2) -> 
     is not tried again), and the child, with its kernels, is killed. A child that dies is
     replaced and the submission tried again, ``tries`` times in all. Children are kept for
     the next submission of the same bundle (with their unpacked course and zygote); those of
-    other bundles end."""
+    other bundles end. A kernel that does not start is the grader's failure: the submission is
+    tried again, and the last time :class:`~.kernel.KernelNotStarted` is raised to the caller
+    (the run stops, with no score written for it)."""
     from autograd_course.grading import bounded
+    from autograd_course.grading.kernel import KernelNotStarted
 
-    for _ in range(tries):
+    for attempt in range(tries):
         with _idle_lock:
             child = None
             while _idle and child is None:
@@ -258,10 +323,16 @@ def grade_within(task: Task, bundle: Bundle, seconds: float, tries: int = 2) -> 
             child.bundle_key = bundle.key
             atexit.register(child.close)  # ends with the worker (if killed: _serve watches)
         try:
-            outcome = child.call(grade_served, task, seconds=seconds)
+            outcome = child.call(graded_here, task, seconds=seconds)
         except bounded.Overrun as exc:
             return failed(task, str(exc))
         except bounded.Died:
+            continue
+        except KernelNotStarted:
+            with _idle_lock:
+                _idle.append(child)
+            if attempt == tries - 1:
+                raise
             continue
         except Exception as exc:  # noqa: BLE001 - grading itself failed in the child
             outcome = failed(task, bounded.said(exc))
@@ -284,6 +355,7 @@ def grade(task: Task, bundle: Bundle) -> Outcome:
     write_files(folder / "submitted" / student / assignment, task.files)
     for name, size in task.oversized.items():  # graded as too large, as in the course itself
         intake.write_sparse(_inside(folder / "submitted" / student / assignment, name), size)
+    set_dates(api.coursedir, task)
     cwd = os.getcwd()
     os.chdir(folder)
     try:
@@ -299,13 +371,48 @@ def grade(task: Task, bundle: Bundle) -> Outcome:
     outcome = Outcome(task.submission, bool(result.get("success")), task.digest)
     if not outcome.ok:
         outcome.error = (result.get("error") or result.get("log") or "")[-2000:]
+        if task.misnamed:  # nbgrader skips an unknown notebook, then finds none to grade
+            outcome.error += "\n" + task.misnamed
         return outcome
     _read_grades(api, outcome)
     outcome.autograded = read_files(folder / "autograded" / student / assignment)
     outcome.feedback = read_files(folder / "feedback" / student / assignment)
+    for files in (outcome.autograded, outcome.feedback):  # what release_feedback reads
+        files.update(pages.nbgrader_files(files, bundle.settings.get("secret", ""), student,
+                                          assignment, outcome.timestamp))
     outcome.records = {path.stem: path.read_text() for path in
                        sorted(record.store(folder).folder(assignment, student).glob("*.json"))}
+    _late_records(outcome)
     return outcome
+
+
+def set_dates(coursedir, task: Task) -> None:
+    """Give the worker's gradebook (``coursedir``'s) the task's due date, extension and stored
+    timestamp (before Autograde, which reads timestamp.txt over the timestamp): nbgrader's own
+    ``AssignLatePenalties`` then computes the late penalty with the course's plugin, and the
+    feedback shows it, as ``nbgrader autograde`` in the course would."""
+    from datetime import timedelta
+
+    from nbgrader.api import Gradebook
+
+    student, assignment = task.submission.student, task.submission.assignment
+    extension = None if task.extension is None else timedelta(seconds=task.extension)
+    with warnings.catch_warnings(), Gradebook(coursedir.db_url, coursedir.course_id) as gb:
+        warnings.simplefilter("ignore")
+        gb.update_or_create_assignment(assignment, duedate=task.duedate)
+        gb.update_or_create_student(student)
+        gb.update_or_create_submission(assignment, student, extension=extension,
+                                       timestamp=task.timestamp)
+
+
+def _late_records(outcome: Outcome) -> None:
+    """Put the submission's lateness into its grade records (nbgrader decides it after the
+    record is written: ``AssignLatePenalties``)."""
+    for notebook, text in outcome.records.items():
+        found = record.GradeRecord.from_json(text)
+        found.seconds_late = outcome.seconds_late
+        found.late_penalty = outcome.penalties.get(notebook)
+        outcome.records[notebook] = found.to_json()
 
 
 def _read_grades(api, outcome: Outcome) -> None:
@@ -313,7 +420,10 @@ def _read_grades(api, outcome: Outcome) -> None:
     with api.gradebook as gb:
         submission = gb.find_submission(assignment, student)
         outcome.timestamp = submission.timestamp.isoformat() if submission.timestamp else None
+        outcome.seconds_late = float(submission.total_seconds_late)
+        outcome.feedback_state = pages.state(submission)
         for notebook in submission.notebooks:
+            outcome.penalties[notebook.name] = notebook.late_submission_penalty
             for grade in notebook.grades:
                 outcome.grades.append(dict(notebook=notebook.name, cell=grade.name,
                                            auto_score=grade.auto_score,

@@ -10,6 +10,7 @@ from pathlib import Path
 import nbformat
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import List
 
 from .cells import course_paths, is_test_cell
 from .inert import as_text, plain
@@ -18,7 +19,19 @@ HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
 HIDDEN_END = "### END HIDDEN TESTS"
 
 
-class HideHiddenTests(NbGraderPreprocessor):
+class FeedbackStep(NbGraderPreprocessor):
+    """A step of the course's feedback pipeline.
+
+    nbconvert's HTML exporter configures ``NbConvertBase.display_data_priority`` for every
+    preprocessor it runs; nbgrader's base class redefines that trait without ``config=True``,
+    so traitlets warned "Config option `display_data_priority` not recognized" for each of the
+    course's steps (nbgrader's GetGrades declares it configurable, as this does)."""
+
+    display_data_priority = List(NbGraderPreprocessor.class_traits()["display_data_priority"]
+                                 .default()).tag(config=True)
+
+
+class HideHiddenTests(FeedbackStep):
     """Keep hidden tests out of the feedback: their code, and tracebacks that would show it.
 
     A test cell keeps its visible part; the hidden part becomes one comment line. Errors in
@@ -49,7 +62,7 @@ def strip_hidden_tests(source: str) -> str:
     return "\n".join(lines)
 
 
-class ShowCommentsAsText(NbGraderPreprocessor):
+class ShowCommentsAsText(FeedbackStep):
     """Show each cell's comments as text in the feedback: the automatic diagnostic and the
     instructor's comment, both.
 
@@ -116,7 +129,7 @@ FILES_HEADING = ("**The other files of this submission** (kept for the grader, n
 NBGRADERS = frozenset({"timestamp.txt", "submission_secret.txt"})
 
 
-class ListOtherFiles(NbGraderPreprocessor):
+class ListOtherFiles(FeedbackStep):
     """Keep the submission's files out of ``feedback/``, and list them on the page as text.
 
     nbgrader's GenerateFeedback copies every file of the student's ``autograded/`` folder

@@ -1,0 +1,196 @@
+"""Feedback pages that can be released, and that show the grades the gradebook holds now.
+
+**Release for every submission.** nbgrader's ``release_feedback`` reads two files from each
+``feedback/STUDENT/ASSIGNMENT/`` folder: ``timestamp.txt`` and ``submission_secret.txt``
+(the exchange's ``submit`` writes both; the page is released under a name made from the
+secret, which only the student's own copy of the submission knows). A submission that did not
+come through the exchange (put into ``submitted/`` by hand, from ``grade --zip``, the
+testkit) has neither, and ``nbgrader release_feedback ASSIGNMENT`` stopped for the whole
+class at the first such student. Every graded submission's ``autograded/`` and ``feedback/``
+folders now hold both (:func:`nbgrader_files`, added where grading makes the folders, so
+``nbgrader generate_feedback`` and formgrader's buttons, which copy ``autograded/`` into
+``feedback/``, keep them):
+
+- ``submission_secret.txt``: the submission's own when it came through the exchange;
+  otherwise one made for it, ``HMAC-SHA512(course secret, "feedback\\0ASSIGNMENT\\0STUDENT")``
+  in hex (128 characters, as long as the exchange's), stable across regrades and unknown to
+  anyone without the course's ``.grader-secret``. No student holds it, so such a page is
+  released to the exchange but fetched by no one (the student never submitted there); a
+  student who did submit through the exchange fetches their page as before.
+- ``timestamp.txt``: the submission's own; otherwise the submission's timestamp in the
+  gradebook, or, without one, the time it was graded (release_feedback only prints it).
+
+**Pages that follow the gradebook.** A page is made from the autograded notebook and the
+gradebook: scores (automatic, manual, extra credit), comments (automatic, manual) and the
+late penalty. ``autograd-course grade`` skips unchanged submissions, and a grading worker
+makes a page from its own gradebook, which has no manual grades, so a manual score or comment
+entered in formgrader never reached the page. Each page's **state** (:func:`state`: a digest
+of all the above) is kept in a table of the course's own beside nbgrader's,
+``autograd_course_feedback`` (:data:`PAGES`): the worker's state when a grade is merged, the
+gradebook's when a page is made here. :func:`refresh` (run by ``grade`` after merging, and by
+``autograd-course feedback``) makes again, with nbgrader's GenerateFeedback and the course's
+config, in this process (the autograded notebook is inert: :mod:`.preprocessors.inert`),
+exactly the pages whose state in the gradebook differs from the one they were made from, or
+that have no state recorded (made by plain nbgrader), and leaves every other page alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import warnings
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from sqlalchemy import Column, DateTime, MetaData, String, Table, create_engine, delete, select
+
+from autograd_course.grading.course import Course
+
+#: nbgrader's files in a feedback folder.
+SECRET_FILE, TIMESTAMP_FILE = "submission_secret.txt", "timestamp.txt"
+#: nbgrader's timestamp format (its exchange's ``timestamp_format``).
+TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f %Z"
+
+PAGES = Table(
+    "autograd_course_feedback", MetaData(),
+    Column("assignment", String(128), primary_key=True),
+    Column("student", String(128), primary_key=True),
+    Column("state", String(64), nullable=False),
+    Column("made_at", DateTime, nullable=False),
+)
+
+
+def made_secret(course_secret: str, student: str, assignment: str) -> str:
+    """The ``submission_secret.txt`` of a submission that has none (see the module)."""
+    message = f"feedback\0{assignment}\0{student}".encode()
+    return hmac.new(course_secret.encode(), message, hashlib.sha512).hexdigest()
+
+
+def nbgrader_files(files: dict[str, bytes], course_secret: str, student: str,
+                   assignment: str, timestamp: str | None) -> dict[str, bytes]:
+    """The files among nbgrader's two (:data:`SECRET_FILE`, :data:`TIMESTAMP_FILE`) that
+    ``files`` (a folder's, by relative name) lacks, made as the module says."""
+    added = {}
+    if SECRET_FILE not in files:
+        added[SECRET_FILE] = made_secret(course_secret, student, assignment).encode()
+    if TIMESTAMP_FILE not in files:
+        when = datetime.fromisoformat(timestamp) if timestamp else datetime.now(UTC)
+        if when.tzinfo is None:  # the gradebook's timestamps are UTC, without a zone
+            when = when.replace(tzinfo=UTC)
+        added[TIMESTAMP_FILE] = when.strftime(TIMESTAMP_FORMAT).encode()
+    return added
+
+
+def state(submission) -> str:
+    """The digest of what a submission's feedback page shows from the gradebook (nbgrader's
+    SubmittedAssignment): each notebook's grades (automatic, manual, extra credit), comments
+    (automatic, manual) and late penalty. The same in a worker's gradebook and the course's."""
+    def number(value):
+        return None if value is None else float(value)
+
+    shown = []
+    for notebook in sorted(submission.notebooks, key=lambda nb: nb.name):
+        shown.append([
+            notebook.name, number(notebook.late_submission_penalty),
+            sorted([g.name, number(g.auto_score), number(g.manual_score),
+                    number(g.extra_credit)] for g in notebook.grades),
+            sorted([c.name, c.auto_comment, c.manual_comment] for c in notebook.comments),
+        ])
+    return hashlib.sha256(json.dumps(shown).encode()).hexdigest()
+
+
+def mark(gb, assignment: str, student: str, digest: str) -> None:
+    """Record, in ``gb``'s open transaction, that the page of ``student``'s ``assignment``
+    was made from the state ``digest`` (the caller commits)."""
+    PAGES.create(gb.db.connection(), checkfirst=True)
+    gb.db.execute(delete(PAGES).where((PAGES.c.assignment == assignment)
+                                      & (PAGES.c.student == student)))
+    gb.db.execute(PAGES.insert().values(assignment=assignment, student=student, state=digest,
+                                        made_at=datetime.now(UTC).replace(tzinfo=None)))
+
+
+def recorded(course: Course, assignment: str) -> dict[str, str]:
+    """The students of ``assignment`` whose page has a recorded state, with it."""
+    engine = create_engine(course.db_url)
+    try:
+        PAGES.create(engine, checkfirst=True)
+        with engine.connect() as connection:
+            rows = connection.execute(select(PAGES.c.student, PAGES.c.state).where(
+                PAGES.c.assignment == assignment))
+            return dict(rows.all())
+    finally:
+        engine.dispose()
+
+
+@dataclass
+class Refreshed:
+    """What :func:`refresh` did: the pages made again, and those that could not be."""
+
+    made: list[tuple[str, str]] = field(default_factory=list)  # (assignment, student)
+    failed: list[tuple[str, str, str]] = field(default_factory=list)  # ... and why
+
+
+def stale(course: Course, assignments: list[str], students: list[str] | None = None
+          ) -> list[tuple[str, str, str]]:
+    """(assignment, student, state now) of each autograded submission whose page was made
+    from another state, or has none recorded."""
+    from nbgrader.api import MissingEntry
+
+    found = []
+    with warnings.catch_warnings(), course.gradebook() as gb:
+        warnings.simplefilter("ignore")  # SQLAlchemy's notes on nbgrader's own queries
+        for name in assignments:
+            try:
+                submissions = gb.find_assignment(name).submissions
+            except MissingEntry:
+                continue
+            made = recorded(course, name)
+            for submission in submissions:
+                student = submission.student.id
+                if students and student not in students:
+                    continue
+                folder = course.directory("autograded", student, name)
+                if not any(folder.glob("*.ipynb")):
+                    continue
+                now = state(submission)
+                if made.get(student) != now:
+                    found.append((name, student, now))
+    return found
+
+
+def refresh(course: Course, assignments: list[str], students: list[str] | None = None
+            ) -> Refreshed:
+    """Make again the feedback pages of ``assignments`` (of ``students``, default all) whose
+    gradebook state changed since they were made (see the module), in this process."""
+    from nbgrader.apps import NbGraderAPI
+
+    from autograd_course.grading import tasks
+
+    done = Refreshed()
+    todo = stale(course, assignments, students)
+    if not todo:
+        return done
+    api = NbGraderAPI(config=course.config)
+    secret = course.secret()
+    for assignment, student, now in todo:
+        autograded = course.directory("autograded", student, assignment)
+        present = {p.name: b"" for p in autograded.iterdir() if p.is_file()}
+        with warnings.catch_warnings(), course.gradebook() as gb:
+            warnings.simplefilter("ignore")
+            when = gb.find_submission(assignment, student).timestamp
+        tasks.write_files(autograded, nbgrader_files(
+            present, secret, student, assignment, when.isoformat() if when else None))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = api.generate_feedback(assignment, student, force=True)
+        if not result.get("success"):
+            lines = (result.get("error") or result.get("log") or "").strip().splitlines()
+            done.failed.append((assignment, student, lines[-1] if lines else "no message"))
+            continue
+        with warnings.catch_warnings(), course.gradebook() as gb:
+            warnings.simplefilter("ignore")
+            mark(gb, assignment, student, now)
+            gb.db.commit()
+        done.made.append((assignment, student))
+    return done
