@@ -65,12 +65,14 @@ class Progress:
             self.bar.close()
 
 
-def unpack_zip(course: Course, args) -> None:
+def unpack_zip(course: Course, args) -> list[str]:
     """Add the submissions of ``args.zip`` to submitted/ (:func:`.intake.unpack_zip`) in the
     layout ``args.layout``, with ``args.timestamp`` if given, and say what it did: every
     member is checked before anything is written, an LMS download's ids are mapped through
     the roster's ``lms_user_id``, and a submission already there is replaced only by a newer
-    one (the earlier one moved to replaced/)."""
+    one (the earlier one moved to replaced/). Return the students of an LMS download whose
+    submission was skipped (a member that could not be read): ``grade`` grades the others,
+    then exits with status 1, naming them."""
     from nbgrader.coursedir import CourseDirectory
 
     from autograd_course.grading import intake, roster
@@ -103,6 +105,7 @@ def unpack_zip(course: Course, args) -> None:
         print(safe(line))
     print(f"added {done.added} files ({done.submissions} submissions) from {safe(str(archive))}"
           " to submitted/")
+    return done.skipped
 
 
 def misnamed_lines(course: Course, submissions, rename: bool) -> list[str]:
@@ -208,8 +211,7 @@ def cmd_grade(args) -> int:
                               "create namespaces here; nothing was graded")
     if (args.timestamp or args.layout != "course") and not args.zip:
         raise CourseError("--timestamp and --layout go with --zip FILE")
-    if args.zip:
-        unpack_zip(course, args)
+    skipped = unpack_zip(course, args) if args.zip else []
     unknown = course.unknown_students(names, args.student)
     if unknown:
         raise CourseError(f"no submission of {', '.join(names)} for --student "
@@ -257,7 +259,24 @@ def cmd_grade(args) -> int:
     print(f"grades: {course.root / 'grades.csv'}; feedback: {course.directory('feedback')}")
     summarise(summary.outcomes, runner.records_of(course, [o.submission
                                                            for o in summary.outcomes])[0])
+    if skipped:  # the zip's lines said why
+        print(f"autograd-course grade: not unpacked from {safe(args.zip)}, so not graded: "
+              f"{', '.join(skipped)}", file=sys.stderr)
+        return 1
     return 0
+
+
+def late_by(seconds: float) -> str:
+    """``seconds`` late, readable: ``7 d 17 h late (666000 s)`` (the two largest units)."""
+    if seconds < 60:
+        return f"{seconds:g} s late"
+    whole, parts = int(seconds), []
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60), ("s", 1)):
+        if whole >= size or parts:
+            parts.append(f"{whole // size} {unit}")
+            whole %= size
+    kept = [p for p in parts[:2] if not p.startswith("0 ")]
+    return f"{' '.join(kept)} late ({seconds:.0f} s)"
 
 
 def summarise(outcomes, records) -> None:
@@ -293,7 +312,7 @@ def summarise(outcomes, records) -> None:
         if outcome.ok and outcome.seconds_late > 0:
             penalty = sum(p or 0 for p in outcome.penalties.values())
             print(f"  LATE    {outcome.submission.student}/{outcome.submission.assignment}: "
-                  f"{outcome.seconds_late:g} s late, penalty {penalty:g}")
+                  f"{late_by(outcome.seconds_late)}, penalty {penalty:g}")
     for outcome in failed:
         last = (outcome.error.strip().splitlines() or ["unknown error"])[-1]
         print(f"  FAILED  {outcome.submission.student}/{outcome.submission.assignment}: "
@@ -525,7 +544,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.run(args)
     except CourseError as exc:
-        print(f"autograd-course {args.command}: {exc}", file=sys.stderr)
+        print(f"autograd-course {args.command}: {safe(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:  # runner.Interrupted says what was merged
         said = f"; {exc}" if str(exc) else ""

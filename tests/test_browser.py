@@ -284,14 +284,15 @@ def formgrader(tmp_path_factory, root, browser):
         with page.expect_response(lambda r: "/formgrader/api/comment/" in r.url):
             box.dispatch_event("change")  # what leaving the box does: formgrader saves it
         page.close()
-    # nbgrader's own commands; attack_frames was placed by hand (no secret): released alone
-    for args in (("generate_feedback", "toy", "--force"),
-                 ("release_feedback", "toy", "--student", "right")):
+    # nbgrader's own commands, for the whole class: attack_frames was placed by hand (no
+    # secret of its own), and its feedback is released all the same
+    for args in (("generate_feedback", "toy", "--force"), ("release_feedback", "toy")):
         done = classes.nbgrader(base, *args)
         assert done.returncode == 0, done.stderr[-3000:]
     released = base / "exchange" / "autograd-course" / "feedback" / (
         notebook_hash(secret=secret, notebook_id="toy") + ".html")
     seen["released"] = browser.visit(released.as_uri())
+    seen["all released"] = sorted(p.name for p in released.parent.glob("*.html"))
     return seen
 
 
@@ -316,3 +317,8 @@ def test_formgrader_shows_why_a_submission_needs_manual_grading(formgrader):
 
 def test_released_feedback_shows_the_comment_entered_in_formgrader(formgrader):
     assert MANUAL_COMMENT in formgrader["released"].text
+
+
+def test_release_feedback_releases_the_whole_class_however_each_submission_came(formgrader):
+    # "right" came with a secret of its own (as through the exchange), attack_frames without
+    assert len(formgrader["all released"]) == len(NAMED), formgrader["all released"]

@@ -248,6 +248,152 @@ def test_a_zip_timestamp_txt_is_kept_unless_one_is_given(tmp_path):
     assert not (sub / "vic").exists()
 
 
+CANVAS_OPTIONS = dict(layout="canvas", assignment=A, lms_ids=LMS_IDS, notebooks=[NB])
+
+
+def test_an_lms_students_own_timestamp_and_secret_are_never_used(tmp_path):
+    """In an LMS download the student chose every file: a timestamp.txt of theirs would pick
+    their own submission time, and one of nbgrader's names as a folder would clash."""
+    archive = _dated(tmp_path / "c.zip", {
+        f"garciarosa_48213_1_{NB}": b"rosa's",
+        "garciarosa_48213_2_timestamp.txt": b"2000-01-01 00:00:00 UTC",
+        "garciarosa_48213_3_submission_secret.txt": b"mine",
+        f"wongtess_48214_4_{NB}": b"tess's"}, when=(2026, 12, 20, 10, 0, 0))
+    done = _unpack(archive, tmp_path, **CANVAS_OPTIONS)
+    sub = tmp_path / "submitted"
+    assert (sub / "rosa" / A / "timestamp.txt").read_text() == "2026-12-20 10:00:00.000000 UTC"
+    assert not (sub / "rosa" / A / "submission_secret.txt").exists()
+    assert ("left out rosa's timestamp.txt: an LMS download's time comes from the zip's dates "
+            "or --timestamp") in done.lines
+    assert "left out rosa's submission_secret.txt: nbgrader makes its own" in done.lines
+    moodle = _dated(tmp_path / "m.zip", {
+        f"Rosa Garcia_48213_assignsubmission_file_/{NB}": b"rosa's",
+        "Tess Wong_48214_assignsubmission_file_/timestamp.txt/x": b"{}",
+        f"Tess Wong_48214_assignsubmission_file_/{NB}": b"tess's"}, when=(2026, 12, 21, 0, 0, 0))
+    done = _unpack(moodle, tmp_path, **dict(CANVAS_OPTIONS, layout="moodle"))
+    assert (sub / "tess" / A / "timestamp.txt").is_file()
+    assert "left out tess's timestamp.txt/x: timestamp.txt is nbgrader's file, not a folder" in (
+        done.lines)
+    # the instructor's own zip (course layout) may bring timestamp.txt, never as a folder
+    course = _dated(tmp_path / "course.zip", {f"uma/{A}/submission_secret.txt/x": b"1"})
+    with pytest.raises(intake.IntakeError, match="under a folder submission_secret.txt/"):
+        _unpack(course, tmp_path)
+    assert not (sub / "uma").exists()
+
+
+def _damaged(archive, member: bytes):
+    """``archive`` with the data of the member holding ``member`` changed (its CRC fails)."""
+    data = archive.read_bytes()
+    at = data.index(member)
+    archive.write_bytes(data[:at] + bytes([data[at] ^ 1]) + data[at + 1:])
+
+
+def test_one_students_upload_never_stops_an_lms_download(tmp_path):
+    members = {f"garciarosa_48213_1_{NB}": b"rosa's",
+               f"wongtess_48214_2_{NB}": b"tess's first",
+               f"wongtess_48214_2_{A}-1.ipynb": b"tess's again",  # attached twice
+               "wongtess_48214_2_A.txt": b"upper", "wongtess_48214_3_a.txt": b"lower",
+               "wongtess_48214_2_big.bin": b"x" * 5000}
+    archive = _dated(tmp_path / "c.zip", members)
+    with zipfile.ZipFile(archive, "a") as zf:  # uploaded later: kept over A.txt
+        zf.writestr(zipfile.ZipInfo("wongtess_48214_4_A.txt", (2026, 12, 4, 11, 0, 0)),
+                    "newest")
+    done = intake.unpack_zip(archive, tmp_path / "submitted", 1000, **CANVAS_OPTIONS)
+    tess = tmp_path / "submitted" / "tess" / A
+    assert (tess / NB).read_bytes() == b"tess's again"
+    assert sorted(p.name for p in tess.iterdir()) == [NB, "A.txt", "big.bin", "timestamp.txt"]
+    assert (tess / "A.txt").read_bytes() == b"newest"
+    big = (tess / "big.bin").stat()
+    assert big.st_size == 5000 and big.st_blocks == 0  # a sparse stand-in, nothing read
+    assert (tmp_path / "submitted" / "rosa" / A / NB).read_bytes() == b"rosa's"
+    said = "\n".join(done.lines)
+    assert (f"left out tess's 'wongtess_48214_2_{NB}': the same file as 'wongtess_48214_2_{A}-1"
+            ".ipynb', which is newer") in said
+    assert "left out tess's 'wongtess_48214_2_A.txt'" in said  # a.txt was kept, then A.txt
+    assert "tess's big.bin: 5 kB, more than the limit of 1 kB, not read" in said
+    assert done.skipped == [] and done.submissions == 2
+    # a member that cannot be read skips its student only, and says so
+    broken = _dated(tmp_path / "broken.zip", {f"garciarosa_48213_1_{NB}": b"rosa's second",
+                                               f"doejane_48215_9_{NB}": b"jane's only one"})
+    _damaged(broken, b"jane's only one")
+    done = _unpack(broken, tmp_path / "two", **dict(CANVAS_OPTIONS,
+                                                     lms_ids={**LMS_IDS, "48215": "jane"}))
+    assert done.skipped == ["jane"] and done.submissions == 1
+    assert any(line.startswith(f"skipped jane's {A}: member 'doejane_48215_9_{NB}' is "
+                               "damaged (Bad CRC") for line in done.lines)
+    assert _files(tmp_path / "two" / "submitted") == [f"rosa/{A}/{NB}",
+                                                       f"rosa/{A}/timestamp.txt"]
+    # the course layout is the instructor's zip: one student's duplicate still refuses it
+    twice = _dated(tmp_path / "twice.zip", {f"rosa/{A}/A.txt": b"1", f"rosa/{A}/a.txt": b"2"})
+    with pytest.raises(intake.IntakeError, match="name the same file; nothing was unpacked"):
+        _unpack(twice, tmp_path / "three")
+
+
+ESCAPES = "\x1b]0;owned\x07\x1b[2J.ipynb"
+
+
+def test_names_from_a_zip_reach_the_terminal_inert(tmp_path, small_course, capsys,
+                                                   monkeypatch):
+    assert intake.shown(ESCAPES) == ".ipynb" and intake.shown("x" * 100).endswith("x…")
+    archive = _dated(tmp_path / "e.zip", {ESCAPES: b"{}"})
+    with pytest.raises(intake.IntakeError) as caught:
+        _unpack(archive, tmp_path, **CANVAS_OPTIONS)
+    assert "member '.ipynb' is not named as Canvas names" in str(caught.value)
+    assert "\x1b" not in str(caught.value) and "\x07" not in str(caught.value)
+    monkeypatch.chdir(small_course)
+    shutil.copy(archive, small_course / f"{ESCAPES}.zip")
+    assert cli.main(["grade", A, "--zip", f"{ESCAPES}.zip", "--layout", "canvas"]) == 2
+    err = capsys.readouterr().err
+    assert "is not named as Canvas names" in err or "lms_user_id" in err
+    assert "\x1b" not in err and "\x07" not in err
+
+
+def test_a_zip_date_that_is_not_a_date_asks_for_timestamp(tmp_path):
+    archive = _dated(tmp_path / "d.zip", {f"rosa/{A}/{NB}": b"{}"})
+    data = bytearray(archive.read_bytes())
+    for signature, at in ((b"PK\x03\x04", 12), (b"PK\x01\x02", 14)):  # month 0, day 0
+        struct.pack_into("<H", data, data.find(signature) + at, (2026 - 1980) << 9)
+    archive.write_bytes(bytes(data))
+    with pytest.raises(intake.IntakeError, match=f"d.zip: member 'rosa/{A}/{NB}' is dated "
+                       "2026-00-00 10:00:00, which is not a date; give the submission time "
+                       "with --timestamp"):
+        _unpack(archive, tmp_path)
+    assert not (tmp_path / "submitted" / "rosa").exists()
+    given = intake.given_timestamp("2026-12-01T10:00:00+00:00")
+    _unpack(archive, tmp_path, timestamp=given)  # the instructor's time: no date needed
+    assert (tmp_path / "submitted" / "rosa" / A / "timestamp.txt").read_text().startswith(
+        "2026-12-01 10:00:00")
+
+
+def test_an_unknown_exchange_timezone_is_refused_not_read_as_local_time():
+    with pytest.raises(intake.IntakeError, match="'Mars/Olympus' is not a time zone"):
+        intake.given_timestamp("2026-12-04 10:00", "Mars/Olympus")
+
+
+def test_a_timestamp_txt_that_is_a_pipe_is_not_read(tmp_path):
+    """Reading a FIFO blocks until someone writes to it: only a regular file is read."""
+    import threading
+
+    folder = tmp_path / "rosa" / A
+    folder.mkdir(parents=True)
+    os.mkfifo(folder / "timestamp.txt")
+    found = []
+    reader = threading.Thread(target=lambda: found.append(intake._existing_time(folder)),
+                              daemon=True)
+    reader.start()
+    reader.join(60)  # a guard against a hang, not a measure: it returns at once
+    assert found == [None]
+    (tmp_path / "tess").mkdir()
+    (tmp_path / "tess" / "timestamp.txt").write_text("2026-12-05 09:00:00 UTC" + " " * 500)
+    assert intake._existing_time(tmp_path / "tess") == datetime(2026, 12, 5, 9, 0)
+
+
+def test_the_summary_says_how_late_in_words():
+    assert cli.late_by(666000) == "7 d 17 h late (666000 s)"
+    assert cli.late_by(90) == "1 min 30 s late (90 s)"
+    assert cli.late_by(42.5) == "42.5 s late"
+
+
 def test_a_notebook_under_another_name_is_named():
     assert intake.misnamed(["Untitled.ipynb", "timestamp.txt"], [NB]) == ["Untitled.ipynb"]
     assert intake.misnamed([NB, "Untitled.ipynb"], [NB]) == []  # nbgrader grades NB
@@ -306,6 +452,34 @@ def test_grade_takes_a_canvas_zip_through_the_roster(small_course):
     cli.unpack_zip(course, cli.build_parser().parse_args(
         ["grade", A, "--zip", str(archive), "--layout", "canvas"]))
     assert (small_course / "submitted" / "vic" / A / NB).read_bytes() == b"{}"
+
+
+def test_results_that_cannot_be_merged_fail_one_student_not_the_class(small_course,
+                                                                      monkeypatch):
+    """A student's folder named as nbgrader's file (submitted/rosa/A/timestamp.txt/x) made
+    results whose files clash: the merge raised out of grade_class, for the class, each run."""
+    from autograd_course.grading import feedback, gradebook, runner, tasks
+
+    course = Course.load(small_course)
+    with course.gradebook() as gb:
+        gb.update_or_create_assignment(A)
+
+    def graded(todo, bundle, jobs, budgets):
+        for task in todo:
+            clash = {"timestamp.txt": b"x", "timestamp.txt/x": b"y"}
+            yield tasks.Outcome(task.submission, True, task.digest,
+                                autograded=clash if task.submission.student == "rosa" else {})
+
+    monkeypatch.setattr(runner, "bundle_for", lambda *args: None)
+    monkeypatch.setattr(runner, "budgets_of", lambda *args: {})
+    monkeypatch.setattr(runner, "_on_this_machine", graded)
+    summary = runner.grade_class(course, course.submissions([A], []))
+    rosa, tess = summary.outcomes
+    assert not rosa.ok and rosa.error.startswith("its results could not be merged: ")
+    assert tess.ok and set(gradebook.graded(course, A)) == {"rosa", "tess"}
+    # the worker leaves such a folder out of what it sends; nbgrader's files are not doubled
+    made = feedback.nbgrader_files({"timestamp.txt/x": b""}, "s", "rosa", A, None)
+    assert list(made) == [feedback.SECRET_FILE]
 
 
 def test_make_task_renames_only_in_the_task_and_names_the_notebook(small_course):

@@ -136,8 +136,8 @@ def test_the_record_and_the_feedback_show_the_penalty(graded):
 def test_the_summary_names_the_late_submissions(graded):
     lines = [line for line in graded["out"].splitlines() if "LATE" in line]
     penalty = {"none": 0, "zero": FULL, "half": FULL / 2}[graded["method"]]
-    assert f"  LATE    bob/{ASSIGNMENT}: 3600 s late, penalty {penalty:g}" in lines
-    assert f"  LATE    carl/{ASSIGNMENT}: 3600 s late, penalty 0" in lines
+    assert f"  LATE    bob/{ASSIGNMENT}: 1 h late (3600 s), penalty {penalty:g}" in lines
+    assert f"  LATE    carl/{ASSIGNMENT}: 1 h late (3600 s), penalty 0" in lines
     assert len(lines) == 2, lines  # ada on time, dora with no timestamp, eve's extension
     assert gradebook_columns(graded["ours"])["bob"]["timestamp"] == datetime(2026, 11, 30, 12)
 

@@ -70,11 +70,16 @@ def made_secret(course_secret: str, student: str, assignment: str) -> str:
 def nbgrader_files(files: dict[str, bytes], course_secret: str, student: str,
                    assignment: str, timestamp: str | None) -> dict[str, bytes]:
     """The files among nbgrader's two (:data:`SECRET_FILE`, :data:`TIMESTAMP_FILE`) that
-    ``files`` (a folder's, by relative name) lacks, made as the module says."""
+    ``files`` (a folder's, by relative name) lacks, made as the module says. A name that
+    ``files`` holds as a folder (``timestamp.txt/x``, a student's) counts as present: a file
+    of that name could not be written beside it."""
+    def present(name: str) -> bool:
+        return name in files or any(key.startswith(name + "/") for key in files)
+
     added = {}
-    if SECRET_FILE not in files:
+    if not present(SECRET_FILE):
         added[SECRET_FILE] = made_secret(course_secret, student, assignment).encode()
-    if TIMESTAMP_FILE not in files:
+    if not present(TIMESTAMP_FILE):
         when = datetime.fromisoformat(timestamp) if timestamp else datetime.now(UTC)
         if when.tzinfo is None:  # the gradebook's timestamps are UTC, without a zone
             when = when.replace(tzinfo=UTC)
@@ -175,12 +180,17 @@ def refresh(course: Course, assignments: list[str], students: list[str] | None =
     secret = course.secret()
     for assignment, student, now in todo:
         autograded = course.directory("autograded", student, assignment)
-        present = {p.name: b"" for p in autograded.iterdir() if p.is_file()}
+        # a name taken by anything (a student's folder too) is left as it is
+        present = {p.name: b"" for p in autograded.iterdir()}
         with warnings.catch_warnings(), course.gradebook() as gb:
             warnings.simplefilter("ignore")
             when = gb.find_submission(assignment, student).timestamp
-        tasks.write_files(autograded, nbgrader_files(
-            present, secret, student, assignment, when.isoformat() if when else None))
+        try:
+            tasks.write_files(autograded, nbgrader_files(
+                present, secret, student, assignment, when.isoformat() if when else None))
+        except OSError as exc:
+            done.failed.append((assignment, student, f"{type(exc).__name__}: {exc}"))
+            continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             result = api.generate_feedback(assignment, student, force=True)

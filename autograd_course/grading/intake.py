@@ -34,9 +34,24 @@ whose members do not fit the layout (a flat file under ``course``, a wrapping fo
 ``ASSIGNMENT/STUDENT/FILE``, a folder that is an assignment only up to case, a member that
 matches nothing) is refused whole, naming the layout expected and the first member at fault.
 
+**One student never stops an LMS download.** Its files are what students uploaded, so in the
+``canvas`` and ``moodle`` layouts only a layout error (above), an unsafe path or link, or the
+zip's total size refuses the whole zip; what one student uploaded is dealt with alone, with a
+line naming the student: a member larger than ``max_file_size`` is not read and becomes an
+empty (sparse) stand-in of its size, graded as too large as in :func:`scan`; two members that
+name the same file (Canvas's ``01_gradients.ipynb`` and ``01_gradients-1.ipynb``, or ``A.txt``
+and ``a.txt``) keep the newer (the zip's date, then Canvas's ``-N``, then the later in the zip);
+a student's ``timestamp.txt`` or ``submission_secret.txt``, or a member under a folder of those
+names, is left out (nbgrader's files are never a student's); a member that cannot be read
+skips that student's submission (:attr:`Unpacked.skipped`). The ``course`` layout is a zip
+the instructor built: there, any of these refuses the whole zip.
+
 **Timestamps.** Each submission unpacked gets nbgrader's ``timestamp.txt`` (what
-``nbgrader autograde`` reads for late penalties), unless the zip brings one: the date the zip
-records for its newest member of that STUDENT/ASSIGNMENT. A zip stores local times without a
+``nbgrader autograde`` reads for late penalties): the date the zip records for its newest
+member of that STUDENT/ASSIGNMENT, unless, in the ``course`` layout only, the zip brings one
+(the instructor's zip; in an LMS download a student's own ``timestamp.txt`` is left out). A
+date the calendar does not have (month 0, hour 24) refuses the zip, asking for ``--timestamp``.
+A zip stores local times without a
 zone: they are read in nbgrader's ``Exchange.timezone`` (the zone nbgrader records
 submission times in; UTC unless the course's config sets it), unless the member carries the
 extended-timestamp field (0x5455, written by Info-ZIP and most zip tools), which is UTC. The
@@ -232,8 +247,7 @@ def member_time(info: zipfile.ZipInfo, timezone: str = "UTC") -> datetime:
     try:  # the DOS format allows month 0, day 31 of February, hour 31...
         local = datetime(*info.date_time, tzinfo=zone)
     except ValueError:
-        date = "-".join(map(str, info.date_time[:3])) + " " + ":".join(
-            map(str, info.date_time[3:]))
+        date = "{:04}-{:02}-{:02} {:02}:{:02}:{:02}".format(*info.date_time)
         raise IntakeError(f"member '{shown(info.filename)}' is dated {date}, which is not a "
                           "date; give the submission time with --timestamp") from None
     return local.astimezone(UTC).replace(tzinfo=None)
@@ -370,12 +384,15 @@ def unpack_zip(archive: Path, target_root: Path, max_bytes: int,
 
     Every member is checked before anything is written, and the first bad one refuses the
     whole zip, naming it: an absolute path, a ``..`` part or a link; a name the layout does
-    not expect; a student id the course does not accept; a member larger than ``max_bytes``
-    (what its header declares, which also bounds what is read from it); members together
-    larger than ``max_total``; two members whose paths are the same once normalised (``a//b``,
-    ``a/./b``, Unicode forms, case); a ``timestamp.txt`` that is not a timestamp; a member
-    whose data is damaged (found while it is read, into a staging folder: the zip is unpacked
-    whole or not at all). Nothing is ever written outside ``target_root`` and
+    not expect; a student id the course does not accept; a date that is not one; members
+    together larger than ``max_total`` (what their headers declare, which also bounds what is
+    read from each). In the ``course`` layout also: a member larger than ``max_bytes``; two
+    members whose paths are the same once normalised (``a//b``, ``a/./b``, Unicode forms,
+    case); a ``timestamp.txt`` that is not a timestamp; a member under a folder named
+    ``timestamp.txt`` or ``submission_secret.txt``; a member whose data is damaged (found while
+    it is read, into a staging folder: the zip is unpacked whole or not at all). In an LMS
+    layout those are one student's, dealt with as the module says, each with a line.
+    Nothing is ever written outside ``target_root`` and
     :data:`REPLACED` beside it, and no file is ever deleted or overwritten.
     """
     if layout not in LAYOUTS:
@@ -507,7 +524,7 @@ def _rank(archive, layout: str, member: _Member, timezone: str):
     if layout == "canvas" and (found := CANVAS.match(member.name)):
         numbered = CANVAS_AGAIN.match(found["file"])
         digits = numbered["n"].lstrip("0") if numbered else ""
-        again = int(digits) if len(digits) <= 18 else 10**18
+        again = int(digits or 0) if len(digits) <= 18 else 10**18
     return _dated(archive, member.info, timezone), again, member.number
 
 
@@ -524,26 +541,28 @@ def _timestamp_of(zf, archive, entry: _Entry, given, timezone) -> datetime:
     return max(_dated(archive, info, timezone) for info in entry.members.values())
 
 
-def _write(zf, archive, target_root: Path, entries: dict, result: Unpacked) -> None:
-    """Read every member into a staging folder (a damaged one refuses the zip), then put each
-    submission in place: new, or replacing an older one (moved aside), or not at all."""
+def _write(zf, archive, target_root: Path, entries: dict, result: Unpacked,
+           lms: bool = False) -> None:
+    """Read every member into a staging folder, then put each submission in place: new, or
+    replacing an older one (moved aside), or not at all. A damaged member refuses the zip
+    (``lms`` false) or skips its student's submission, with a line (``lms``)."""
     target_root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".unpacking-", dir=target_root) as tmp:
         staged = []
         for number, entry in enumerate(entries.values()):
             folder = Path(tmp) / str(number)
-            for file, info in entry.members.items():
-                path = folder.joinpath(*file.split("/"))
-                path.parent.mkdir(parents=True, exist_ok=True)
-                try:
-                    with zf.open(info) as member, open(path, "wb") as out:
-                        left = info.file_size  # the declared size: never more is read
-                        while left > 0 and (chunk := member.read(min(left, 2**20))):
-                            out.write(chunk)
-                            left -= len(chunk)
-                except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
-                    raise IntakeError(f"{archive}: member '{shown(info.filename)}' is damaged "
-                                      f"({exc}); nothing was unpacked") from None
+            try:
+                _stage(zf, entry, folder)
+            except _Damaged as exc:
+                if not lms:
+                    raise IntakeError(f"{archive}: member '{shown(exc.info.filename)}' is "
+                                      f"damaged ({exc.reason}); nothing was unpacked") from None
+                shutil.rmtree(folder, ignore_errors=True)
+                result.skipped.append(entry.student)
+                result.lines.append(f"skipped {entry.student}'s {entry.assignment}: member "
+                                    f"'{shown(exc.info.filename)}' is damaged "
+                                    f"({shown(exc.reason)}); nothing of it was unpacked")
+                continue
             if entry.rewrite:
                 (folder / TIMESTAMP).write_text(timestamp_text(entry.timestamp))
             staged.append((entry, folder))
@@ -575,6 +594,31 @@ def _write(zf, archive, target_root: Path, entries: dict, result: Unpacked) -> N
             shutil.move(str(folder), str(dest))
             result.added += len(entry.members)
             result.submissions += 1
+
+
+class _Damaged(Exception):
+    def __init__(self, info: zipfile.ZipInfo, reason: str):
+        super().__init__(reason)
+        self.info, self.reason = info, reason
+
+
+def _stage(zf, entry: _Entry, folder: Path) -> None:
+    """Write ``entry``'s members under ``folder`` (a sparse stand-in for one too large);
+    _Damaged for the first that cannot be read or written."""
+    for file, info in entry.members.items():
+        path = folder.joinpath(*file.split("/"))
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if file in entry.sparse:
+                write_sparse(path, info.file_size)
+                continue
+            with zf.open(info) as member, open(path, "wb") as out:
+                left = info.file_size  # the declared size: never more is read
+                while left > 0 and (chunk := member.read(min(left, 2**20))):
+                    out.write(chunk)
+                    left -= len(chunk)
+        except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
+            raise _Damaged(info, str(exc)) from None
 
 
 def _aside(folder: Path, when: datetime) -> Path:

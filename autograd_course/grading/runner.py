@@ -220,6 +220,10 @@ def grade_class(course: Course, submissions: list[Submission], *, jobs: int = 1,
     The course's roster (:mod:`.roster`), when there is one, is read first (one that cannot be
     read stops the run before anything is graded) and put into the gradebook, names and all.
 
+    Results of one submission that cannot be merged (files that clash with a folder, a
+    record that is not its own: OSError, ValueError) make that submission's failure, as one
+    that could not be graded; the others are merged all the same.
+
     A submission whose kernel does not start is tried once more; a second time, the run stops
     with :class:`GraderFailure` (the grader's failure: nothing is written for it, nor for the
     submissions not merged yet). A Ctrl-C stops it with :class:`Interrupted`: what was merged
@@ -251,8 +255,13 @@ def grade_class(course: Course, submissions: list[Submission], *, jobs: int = 1,
                 for outcome in results:
                     with _merging():  # a Ctrl-C waits for the merge to be done whole
                         if outcome.ok:
-                            writer.merge(outcome)
-                        else:
+                            try:  # results that cannot be merged fail this student alone
+                                writer.merge(outcome)
+                            except (OSError, ValueError) as exc:  # RecordError too
+                                writer.gb.db.rollback()
+                                outcome.ok = False
+                                outcome.error = f"its results could not be merged: {exc}"
+                        if not outcome.ok:
                             reason = (outcome.error.strip().splitlines()
                                       or ["it could not be graded"])[-1]
                             writer.record_failure(outcome, reason)

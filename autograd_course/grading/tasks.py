@@ -378,6 +378,8 @@ def grade(task: Task, bundle: Bundle) -> Outcome:
     outcome.autograded = read_files(folder / "autograded" / student / assignment)
     outcome.feedback = read_files(folder / "feedback" / student / assignment)
     for files in (outcome.autograded, outcome.feedback):  # what release_feedback reads
+        for name in [k for k in files if k.split("/")[0] in intake.NBGRADER_FILES and "/" in k]:
+            del files[name]  # a student's folder of nbgrader's file's name: never merged
         files.update(pages.nbgrader_files(files, bundle.settings.get("secret", ""), student,
                                           assignment, outcome.timestamp))
     outcome.records = {path.stem: path.read_text() for path in

@@ -136,9 +136,12 @@ class ListOtherFiles(FeedbackStep):
     into ``feedback/`` before it makes the pages, from where Jupyter would serve them. This
     removes from the student's feedback folder every file but nbgrader's: the pages of the
     notebooks graded (``NAME.html`` for each ``NAME.ipynb`` in ``autograded/``), and
-    :data:`NBGRADERS` (which nbgrader's release_feedback reads; text). The page ends with the list
-    of the files (relative name and size) as literal text. Without a student and assignment
-    in the resources it changes nothing.
+    :data:`NBGRADERS` (which nbgrader's release_feedback reads; text), made where the
+    submission brought none (:func:`..feedback.nbgrader_files`: a secret derived from the
+    grader's), so that ``nbgrader release_feedback`` releases the whole class however each
+    submission arrived, also after plain ``nbgrader autograde`` or formgrader's. The page ends
+    with the list of the files (relative name and size) as literal text. Without a student
+    and assignment in the resources it changes nothing.
     """
 
     def preprocess(self, nb, resources):
@@ -159,7 +162,19 @@ class ListOtherFiles(FeedbackStep):
                     path.unlink(missing_ok=True)
             elif not any(path.iterdir()):  # a folder emptied (files come before their folder)
                 path.rmdir()
+        self._release_files(feedback, coursedir, student, assignment)
         if listed:
             nb.cells.append(nbformat.v4.new_markdown_cell(
                 f"{FILES_HEADING}\n\n{as_text(chr(10).join(listed))}"))
         return nb, resources
+
+    def _release_files(self, feedback: Path, coursedir, student: str, assignment: str) -> None:
+        """Write into ``feedback`` those of nbgrader's two files it lacks."""
+        from autograd_course.grading.course import read_secret
+        from autograd_course.grading.feedback import nbgrader_files
+
+        feedback.mkdir(parents=True, exist_ok=True)
+        present = {p.name: b"" for p in feedback.iterdir()}  # a name taken stays as it is
+        secret = self.config.JudgedExecute.get("secret") or read_secret(coursedir.root)
+        for name, data in nbgrader_files(present, secret, student, assignment, None).items():
+            (feedback / name).write_bytes(data)
