@@ -211,7 +211,7 @@ def cmd_grade(args) -> int:
                               "create namespaces here; nothing was graded")
     if (args.timestamp or args.layout != "course") and not args.zip:
         raise CourseError("--timestamp and --layout go with --zip FILE")
-    skipped = unpack_zip(course, args) if args.zip else []
+    not_unpacked = unpack_zip(course, args) if args.zip else []
     unknown = course.unknown_students(names, args.student)
     if unknown:
         raise CourseError(f"no submission of {', '.join(names)} for --student "
@@ -259,9 +259,9 @@ def cmd_grade(args) -> int:
     print(f"grades: {course.root / 'grades.csv'}; feedback: {course.directory('feedback')}")
     summarise(summary.outcomes, runner.records_of(course, [o.submission
                                                            for o in summary.outcomes])[0])
-    if skipped:  # the zip's lines said why
+    if not_unpacked:  # the zip's lines said why
         print(f"autograd-course grade: not unpacked from {safe(args.zip)}, so not graded: "
-              f"{', '.join(skipped)}", file=sys.stderr)
+              f"{', '.join(not_unpacked)}", file=sys.stderr)
         return 1
     return 0
 

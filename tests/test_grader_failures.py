@@ -133,7 +133,10 @@ def test_kernels_that_cannot_start_stop_the_run_with_the_reason(no_kernels, wher
     assert broken.returncode != 0
     said = one_line(broken.stderr)
     assert said.startswith("autograd-course grade: the grader could not start a kernel: ")
-    assert "kernel_info" in said and "no score was written for 2 submissions" in said
+    # how a kernel fails to start under the bad limit depends on the path (a cold kernel
+    # never answers kernel_info; a warm one may not enter its cgroup): both are the grader's
+    assert "no score was written for 2 submissions" in said, said
+    assert "kernel_info" in said or "ZygoteError" in said, said
 
 
 def test_no_score_or_marker_is_written_when_kernels_cannot_start(no_kernels):

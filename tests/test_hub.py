@@ -171,7 +171,9 @@ def loop(tmp_path_factory, root):
         with hubs.running_hub(work, [grace, ada, bob], env) as hub:
             seen["hub"] = hub
             python = [sys.executable, "-m", "autograd_course"]
-            seen["release"] = hub.run_as(grace, [*python, "release", ASSIGNMENT], course)
+            seen["release"] = hub.run_as(grace, [*python, "release", ASSIGNMENT], course,
+                                         env=env)  # the Hub's exchange
+            assert seen["release"].returncode == 0, seen["release"].stderr[-3000:]
             teacher = hub.token(grace)
             seen["formgrader's assignment"] = hub.request(
                 "GET", f"{FORMGRADER}/api/assignment/{ASSIGNMENT}", teacher)

@@ -194,10 +194,12 @@ class Hub:
         raise AssertionError(f"{user}'s server did not start:\n{self.log.read_text()[-4000:]}")
 
     def run_as(self, user: str, args: list[str], cwd: Path, timeout: float = 600,
-               ) -> subprocess.CompletedProcess:
-        """Run ``args`` as ``user`` in the Hub's namespace, as that user's shell would."""
+               env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        """Run ``args`` as ``user`` in the Hub's namespace, as that user's shell would (with
+        this process's ``AUTOGRAD_COURSE_*`` variables, and ``env``'s)."""
+        extra = env or {}
         entry = pwd.getpwnam(user)
-        env = {"HOME": entry.pw_dir, "USER": user, "LOGNAME": user, "LANG": "C.UTF-8",
+        env = {**extra, "HOME": entry.pw_dir, "USER": user, "LOGNAME": user, "LANG": "C.UTF-8",
                "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"]),
                "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
         env.update({k: v for k, v in os.environ.items() if k.startswith("AUTOGRAD_COURSE_")})
