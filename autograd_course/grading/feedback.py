@@ -43,22 +43,16 @@ import warnings
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from sqlalchemy import Column, DateTime, MetaData, String, Table, create_engine, delete, select
-
 from autograd_course.grading.course import Course
+from autograd_course.grading.digests import DigestTable
 
 #: nbgrader's files in a feedback folder.
 SECRET_FILE, TIMESTAMP_FILE = "submission_secret.txt", "timestamp.txt"
 #: nbgrader's timestamp format (its exchange's ``timestamp_format``).
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f %Z"
 
-PAGES = Table(
-    "autograd_course_feedback", MetaData(),
-    Column("assignment", String(128), primary_key=True),
-    Column("student", String(128), primary_key=True),
-    Column("state", String(64), nullable=False),
-    Column("made_at", DateTime, nullable=False),
-)
+#: What each feedback page shows of the gradebook (:func:`state`), per submission.
+PAGES = DigestTable("autograd_course_feedback", "state", "made_at")
 
 
 def made_secret(course_secret: str, student: str, assignment: str) -> str:
@@ -108,24 +102,12 @@ def state(submission) -> str:
 def mark(gb, assignment: str, student: str, digest: str) -> None:
     """Record, in ``gb``'s open transaction, that the page of ``student``'s ``assignment``
     was made from the state ``digest`` (the caller commits)."""
-    PAGES.create(gb.db.connection(), checkfirst=True)
-    gb.db.execute(delete(PAGES).where((PAGES.c.assignment == assignment)
-                                      & (PAGES.c.student == student)))
-    gb.db.execute(PAGES.insert().values(assignment=assignment, student=student, state=digest,
-                                        made_at=datetime.now(UTC).replace(tzinfo=None)))
+    PAGES.write(gb, assignment, student, digest)
 
 
 def recorded(course: Course, assignment: str) -> dict[str, str]:
     """The students of ``assignment`` whose page has a recorded state, with it."""
-    engine = create_engine(course.db_url)
-    try:
-        PAGES.create(engine, checkfirst=True)
-        with engine.connect() as connection:
-            rows = connection.execute(select(PAGES.c.student, PAGES.c.state).where(
-                PAGES.c.assignment == assignment))
-            return dict(rows.all())
-    finally:
-        engine.dispose()
+    return PAGES.read(course.db_url, assignment)
 
 
 @dataclass

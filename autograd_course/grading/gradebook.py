@@ -34,54 +34,27 @@ import sys
 import tempfile
 import warnings
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 from sqlalchemy import (
-    Column,
-    DateTime,
-    MetaData,
-    String,
-    Table,
     create_engine,
-    delete,
-    select,
     text,
 )
 
 from autograd_course.grading import feedback, record
 from autograd_course.grading.course import Course, CourseError
+from autograd_course.grading.digests import DigestTable
 from autograd_course.grading.tasks import Outcome, write_files
 
-MARKERS = Table(
-    "autograd_course_graded", MetaData(),
-    Column("assignment", String(128), primary_key=True),
-    Column("student", String(128), primary_key=True),
-    Column("digest", String(64), nullable=False),
-    Column("graded_at", DateTime, nullable=False),
-)
+#: What each merged grade was computed from (:func:`.tasks.digest_of`): a marker per submission.
+MARKERS = DigestTable("autograd_course_graded", "digest", "graded_at")
 
 
 def graded(course: Course, assignment: str) -> dict[str, str]:
     """The students of ``assignment`` whose grades are merged, with the digest of what was
     graded (an empty dict when nothing is)."""
-    engine = create_engine(course.db_url)
-    try:
-        MARKERS.create(engine, checkfirst=True)
-        with engine.connect() as connection:
-            rows = connection.execute(select(MARKERS.c.student, MARKERS.c.digest).where(
-                MARKERS.c.assignment == assignment))
-            return {student: digest for student, digest in rows}
-    finally:
-        engine.dispose()
-
-
-def _mark(gb, assignment: str, student: str, digest: str) -> None:
-    MARKERS.create(gb.db.connection(), checkfirst=True)  # in this transaction
-    gb.db.execute(delete(MARKERS).where((MARKERS.c.assignment == assignment)
-                                        & (MARKERS.c.student == student)))
-    gb.db.execute(MARKERS.insert().values(assignment=assignment, student=student, digest=digest,
-                                          graded_at=datetime.now(UTC).replace(tzinfo=None)))
+    return MARKERS.read(course.db_url, assignment)
 
 
 def cells(db_url: str, assignment: str, course_id: str = "default_course"
@@ -178,7 +151,7 @@ class Writer:
             for notebook in submission.notebooks:  # nbgrader's AssignLatePenalties, as computed
                 notebook.late_submission_penalty = outcome.penalties.get(notebook.name)
             feedback.mark(self.gb, assignment, student, outcome.feedback_state)  # the page's
-            _mark(self.gb, assignment, student, outcome.digest)
+            MARKERS.write(self.gb, assignment, student, outcome.digest)
             self.gb.db.commit()
 
     def record_failure(self, outcome: Outcome, reason: str) -> None:
@@ -205,7 +178,7 @@ class Writer:
                 store.write(record.GradeRecord(student=student, assignment=assignment,
                                                notebook=notebook.name, questions=questions,
                                                failure=reason))
-            _mark(self.gb, assignment, student, outcome.digest)
+            MARKERS.write(self.gb, assignment, student, outcome.digest)
             self.gb.db.commit()
 
 

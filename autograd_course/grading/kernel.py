@@ -340,7 +340,7 @@ class Watchdog:
 LOG_BYTES = 2**20
 
 
-def _tail(path: Path, lines: int = 3) -> str:
+def log_tail(path: Path, lines: int = 3) -> str:
     """The last lines of a kernel's log, on one line (why it did not start)."""
     try:
         text = path.read_text(errors="replace").strip().splitlines()
@@ -444,7 +444,7 @@ class SandboxedExecute(Execute):
             self._plan.log.close()
         if getattr(self, "_start_error", None) is not None:
             error, self._start_error = self._start_error, None
-            _not_started.append(f"{error}: {_tail(self._plan.folders.log)}")
+            _not_started.append(f"{error}: {log_tail(self._plan.folders.log)}")
 
     def preprocess(self, nb, resources, *args, **kwargs):
         try:

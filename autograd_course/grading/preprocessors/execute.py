@@ -19,7 +19,7 @@ from traitlets import Bool, Integer, List, Unicode
 from autograd_course.grading import intake, sandbox, scan, served, warm
 from autograd_course.grading.containment import contained
 from autograd_course.grading.course import SECRET_FILE, read_secret
-from autograd_course.grading.kernel import KernelPlan, SandboxedExecute
+from autograd_course.grading.kernel import KernelPlan, SandboxedExecute, log_tail
 
 from .cells import META, cell_role, course_paths, error_output, grade_id, max_file_bytes, short
 from .cells import notes as notes_of
@@ -187,7 +187,7 @@ class JudgedExecute(SandboxedExecute):
                 self.release_kernel()
                 self.nb = nb
             if failure and not self.kernel_started:
-                failure += ": " + _tail(folders.log)
+                failure += ": " + log_tail(folders.log)
         for cell in nb.cells:
             if cell_role(cell) == "test" and not cell.get("outputs"):
                 reason = failure or "the test did not run"
@@ -410,15 +410,6 @@ def _private_paths(coursedir: CourseDirectory) -> list[Path]:
     if db_url.startswith("sqlite:///"):
         hidden.append(Path(db_url.removeprefix("sqlite:///")).parent)
     return [p for p in hidden if p.exists()]
-
-
-def _tail(path: Path, lines: int = 3) -> str:
-    """The last lines of a log, on one line (why a kernel did not start)."""
-    try:
-        text = path.read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return "no kernel log"
-    return " / ".join(text[-lines:])[-400:] or "the kernel wrote nothing"
 
 
 def _cap_cells(nb, limit: int) -> list[str]:
