@@ -2,7 +2,7 @@
 
 The instructor releases 01_gradients to an exchange folder (`autograd-course release`); two
 students, each with an identity of their own, fetch it into their home folders and submit their
-work; the instructor collects, adds a third student's submission by hand (as the README
+work; the instructor collects, adds a third student's submission by hand (as docs/instructors.md
 describes: no exchange, no submission_secret.txt), grades with `autograd-course grade`,
 generates and releases feedback for the whole class at once; each student who submitted
 through the exchange fetches their own, as before. nbgrader takes a student's identity from

@@ -8,7 +8,7 @@ collect (:data:`MODULES`, under ``tests/apps/``) are run here in one subprocess 
 three pipelines (the judge, the sandbox, the repairs, the inert notebook, the feedback) and
 its export plugin, as an instructor who adds the course's grading to another course would.
 Every test must pass but the intended differences (:data:`INTENDED`), which must fail: they
-show where the course grades differently on purpose (the README lists them).
+show where the course grades differently on purpose (docs/security.md lists them).
 """
 
 from __future__ import annotations
