@@ -50,7 +50,7 @@ c.Application.logging_config = {
     "handlers": {"console": {"filters": ["safe"]}},
 }
 
-# --- Trusted autograding (autograd_course.grading; see docs/instructors.md and docs/security.md) ---
+# --- Trusted autograding (autograd_course.grading; docs/instructors.md, docs/security.md) ---
 # Read a file that is not a valid notebook as an empty submission, with a reason.
 c.Autograde.exporter_class = "autograd_course.grading.preprocessors.TolerantNotebookExporter"
 # nbgrader's own pipelines with the course's changes (autograd_course/grading/pipeline.py):
