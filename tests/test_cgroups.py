@@ -112,14 +112,22 @@ def test_socket_buffers_are_charged_and_stop_the_kernel(kernel, tmp_path):
     sampler.start()
     started = time.monotonic()
     try:
-        nb, state, executor = _grade(tmp_path, [SOCKETS, "print('after')"], kernel,
-                                     memory_limit_mb=1024, disk_mb=32)
+        for attempt in (1, 2):
+            nb, state, executor = _grade(tmp_path / str(attempt), [SOCKETS, "print('after')"],
+                                         kernel, memory_limit_mb=1024, disk_mb=32)
+            text = "".join(o.get("text", "") for o in nb.cells[0].outputs)
+            # Once, in a whole-suite run, a warm kernel died in an import before the cell
+            # queued anything (nothing charged, no "queued" line): what is tested here never
+            # began, so the notebook is graded once more; every assertion holds for that run.
+            if "queued" in text:
+                break
+            print(f"attempt {attempt}: the cell never queued anything; kernel said: "
+                  f"{text.strip()[-2000:]}")
     finally:
         done.set()
         sampler.join()
     seconds = time.monotonic() - started
     report = executor.cgroup_report
-    text = "".join(o.get("text", "") for o in nb.cells[0].outputs)
     print(f"{kernel}: host available {lowest[0]} MiB before, {min(lowest)} MiB at the lowest; "
           f"stopped in {seconds:.1f} s; cgroup {report}; kernel said: {text.strip()[-300:]}")
     assert state["failure"] == "the kernel used more than 1024 MiB", state
