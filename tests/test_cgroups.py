@@ -112,23 +112,14 @@ def test_socket_buffers_are_charged_and_stop_the_kernel(kernel, tmp_path):
     sampler.start()
     started = time.monotonic()
     try:
-        for attempt in (1, 2):
-            nb, state, executor = _grade(tmp_path / str(attempt), [SOCKETS, "print('after')"],
-                                         kernel, memory_limit_mb=1024, disk_mb=32)
-            text = "".join(o.get("text", "") for o in nb.cells[0].outputs)
-            # OPEN BUG, seen twice in whole-suite runs (never alone): a warm kernel was not
-            # charged to its memory cgroup at all (peak 256 KiB, no OOM kill) and died of its
-            # address-space limit in an import. Until it is found, such a run is graded once
-            # more, said here, and every assertion holds for the run that was charged.
-            if executor.cgroup_report["peak"] > 16 * 2**20:
-                break
-            print(f"attempt {attempt}: the kernel was never charged to its memory cgroup "
-                  f"({executor.cgroup_report}); kernel said: {text.strip()[-2000:]}")
+        nb, state, executor = _grade(tmp_path, [SOCKETS, "print('after')"], kernel,
+                                     memory_limit_mb=1024, disk_mb=32)
     finally:
         done.set()
         sampler.join()
     seconds = time.monotonic() - started
     report = executor.cgroup_report
+    text = "".join(o.get("text", "") for o in nb.cells[0].outputs)
     print(f"{kernel}: host available {lowest[0]} MiB before, {min(lowest)} MiB at the lowest; "
           f"stopped in {seconds:.1f} s; cgroup {report}; kernel said: {text.strip()[-300:]}")
     assert state["failure"] == "the kernel used more than 1024 MiB", state
@@ -198,6 +189,27 @@ def test_unix_socket_buffers_count_in_a_kernel_cgroup():
     assert process.wait(10) == -9  # killed with its cgroup
     assert not any(f.exists() for f in cgroup.folders.values())
 
+
+
+@needs_cgroups
+def test_a_process_already_in_one_folder_is_still_moved_into_the_others():
+    """adopt's race, made to happen: a warm kernel forked between its parent's writes into two
+    v1 hierarchies starts in one of the kernel's folders and another cgroup's memory folder.
+    Counted in because one folder held it, it was never charged (seen in whole-suite runs:
+    peak 256 KiB, socket buffers uncounted); each folder must hold the whole tree."""
+    cgroup, why = cgroups.create(1024 * 2**20, 32, 1.0)
+    assert cgroup is not None, why
+    process = subprocess.Popen(["sleep", "60"])
+    try:
+        assert len(cgroup.procs_files()) > 1, cgroup.folders  # two or more hierarchies (v1)
+        first, *others = cgroup.procs_files()
+        first.write_text(f"{process.pid}\n")
+        assert all(process.pid not in cgroups._pids(path) for path in others)
+        cgroup.adopt(process.pid)
+        assert all(cgroups._pids(path) == {process.pid} for path in cgroup.procs_files())
+    finally:
+        cgroup.remove()
+    assert process.wait(10) == -9
 
 # -- detection, on made-up trees -------------------------------------------------------------
 def _mountinfo(*rows: tuple[str, str, str, str]) -> str:

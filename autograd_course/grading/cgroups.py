@@ -178,6 +178,13 @@ def usable() -> tuple[Setup | None, str]:
 _count = itertools.count()
 
 
+def _pids(procs: Path) -> set[int]:
+    """The processes a ``cgroup.procs`` file lists (none when it cannot be read)."""
+    with contextlib.suppress(OSError, ValueError):
+        return {int(n) for n in procs.read_text().split()}
+    return set()
+
+
 class KernelCgroup:
     """One kernel's cgroup, a folder in each hierarchy (:attr:`folders`)."""
 
@@ -267,17 +274,17 @@ class KernelCgroup:
 
     def processes(self) -> list[int]:
         """The processes in it (in any of its folders)."""
-        found: set[int] = set()
-        for path in self.procs_files():
-            with contextlib.suppress(OSError, ValueError):
-                found.update(int(n) for n in path.read_text().split())
-        return sorted(found)
+        return sorted(set().union(*(_pids(path) for path in self.procs_files())))
 
     # -- entry and end -------------------------------------------------------------------
     def adopt(self, pid: int, seconds: float = 10.0) -> None:
-        """Move the process ``pid`` and all its descendants in, until none is left outside
-        (a process forked meanwhile is found in the next round). Raises OSError if the tree
-        cannot be moved in ``seconds``."""
+        """Move the process ``pid`` and all its descendants into every folder, until none is
+        left outside any (a process forked meanwhile is found in the next round). Raises
+        OSError if the tree cannot be moved in ``seconds``.
+
+        Each folder is checked on its own: a process forked between the writes of its parent
+        into two hierarchies (v1) starts in one of this cgroup's folders and the other's old
+        one, and counting it as in because one folder holds it left kernels uncharged."""
         import psutil
 
         deadline = time.monotonic() + seconds
@@ -286,13 +293,14 @@ class KernelCgroup:
                 tree = [pid] + [c.pid for c in psutil.Process(pid).children(recursive=True)]
             except psutil.Error as exc:
                 raise OSError(f"the kernel {pid} is gone: {exc}") from None
-            inside = set(self.processes())
-            outside = [p for p in tree if p not in inside]
-            if not outside:
+            missing = {path: [p for p in tree if p not in _pids(path)]
+                       for path in self.procs_files()}
+            if not any(missing.values()):
                 return
             if time.monotonic() > deadline:
+                outside = sorted({p for found in missing.values() for p in found})
                 raise OSError(f"the processes {outside} could not be moved into the cgroup")
-            for path in self.procs_files():
+            for path, outside in missing.items():
                 for p in outside:
                     with contextlib.suppress(ProcessLookupError):
                         path.write_text(f"{p}\n")
