@@ -64,7 +64,8 @@ def cli_check(course: Path, place: str) -> tuple[str, float]:
 
 def lab_check(browser, lab, place: str, screenshot: Path) -> tuple[str, float]:
     """What the check cell prints when a learner opens the notebook at ``place`` in JupyterLab,
-    clicks the cell and presses Shift+Enter, and the seconds from the key to the total."""
+    clicks the cell and presses Shift+Enter, and the seconds from the key to the cell's return.
+    A cell that does not begin or return fails with what the page and the server showed."""
     page = browser.context.new_page()
     page.set_viewport_size({"width": 1400, "height": 1000})
     try:
@@ -74,13 +75,26 @@ def lab_check(browser, lab, place: str, screenshot: Path) -> tuple[str, float]:
         page.wait_for_selector(IDLE, timeout=90_000)  # the kernel is up
         cell.scroll_into_view_if_needed()
         cell.locator(".jp-InputPrompt").click()
+        cell.and_(page.locator(".jp-mod-selected")).wait_for(timeout=30_000)
         start = time.monotonic()
         page.keyboard.press("Shift+Enter")
+        prompt = cell.locator(".jp-InputArea-prompt")
         output = cell.locator(".jp-OutputArea")
-        output.filter(has_text="total:").wait_for(timeout=600_000)
+        try:  # it began (the cell's first line, or [*]), then it returned ([N])
+            output.filter(has_text="Checking").or_(prompt.filter(has_text="*")).first.wait_for(
+                timeout=60_000)
+            prompt.filter(has_text=re.compile(r"\[\d+\]")).wait_for(timeout=660_000)
+        except Exception as exc:
+            page.screenshot(path=str(screenshot))
+            log = lab.course.parent / "lab.log"
+            raise AssertionError(
+                f"the check cell did not {'return' if '*' in prompt.inner_text() else 'begin'}"
+                f" ({exc.__class__.__name__}); prompt {prompt.inner_text()!r}, output "
+                f"{output.inner_text()[-3000:]!r}; screenshot {screenshot}; server log:\n"
+                f"{log.read_text(errors='replace')[-3000:] if log.exists() else '(none)'}"
+            ) from None
         seconds = time.monotonic() - start
         text = output.inner_text()
-        page.wait_for_selector(IDLE, timeout=60_000)  # the cell has returned
         output.scroll_into_view_if_needed()
         page.screenshot(path=str(screenshot))
         return text, seconds
