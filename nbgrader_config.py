@@ -93,7 +93,7 @@ c.JudgedExecute.disk_mb = 128
 c.JudgedExecute.require_sandbox = False
 # Fork each notebook's kernel from a warm zygote (one per grading process, torch imported
 # once), in the same sandbox with its own namespaces, file systems, user, limits and seeds
-# (autograd_course/zygote.py). Where it cannot run, kernels start cold and the log says why.
+# (autograd_course/kernel/zygote.py). Where it cannot run, kernels start cold and the log says why.
 c.JudgedExecute.warm_kernels = True
 # Feedback shows results and diagnostics (as text), never hidden-test code or its tracebacks.
 c.GenerateFeedback.preprocessors = pipeline.feedback_preprocessors()

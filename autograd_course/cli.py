@@ -204,7 +204,7 @@ def cmd_grade(args) -> int:
     course = Course.load(args.course)
     names = course.check_assignments(args.assignments)
     if args.require_sandbox:
-        from autograd_course.grading import sandbox
+        from autograd_course.grading.boundary import sandbox
 
         if sandbox.bubblewrap() is None:
             raise CourseError("--require-sandbox: bubblewrap (bwrap) is missing or cannot "
@@ -281,7 +281,7 @@ def late_by(seconds: float) -> str:
 
 def summarise(outcomes, records) -> None:
     """Print the failed, flagged, unsandboxed and troubled submissions of this run."""
-    from autograd_course.grading import cgroups, sandbox
+    from autograd_course.grading.boundary import cgroups, sandbox
     from autograd_course.grading.preprocessors import NOT_SANDBOXED
 
     failed = [o for o in outcomes if not o.ok]
@@ -369,7 +369,8 @@ def notebooks_of(names: list[str]) -> list[Path]:
 
 
 def cmd_check(args) -> int:
-    from autograd_course.grading import selfcheck, warm
+    from autograd_course.grading import selfcheck
+    from autograd_course.grading.boundary import warm
 
     notebooks = notebooks_of(args.notebooks)
     root = Course.load(args.course).root

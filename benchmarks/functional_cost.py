@@ -18,8 +18,8 @@ import time
 import torch
 from torch.func import functional_call, grad, vmap
 
-from autograd_course import functional
-from autograd_course.lessons import seed
+from autograd_course.kernel.lessons import seed
+from autograd_course.lab import functional
 
 
 def per_sample_rows(width: int, batch_sizes, repeats: int):

@@ -35,7 +35,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from autograd_course.grading import judge, runner, tasks, warm
+from autograd_course.grading import runner, tasks
+from autograd_course.grading.boundary import judge, warm
 from autograd_course.grading.course import Course, Submission
 from autograd_course.grading.preprocessors import JudgedExecute
 from autograd_course.testkit import classes, synthetic

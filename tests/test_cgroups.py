@@ -1,4 +1,5 @@
-"""A cgroup per grading kernel (grading/cgroups.py): what Linux holds for a kernel is counted.
+"""A cgroup per grading kernel (grading/boundary/cgroups.py): what Linux holds for a kernel
+is counted.
 
 The hostile notebooks queue gigabytes into Unix socket pairs (memory no process of the kernel
 holds: its resident size stays small) and start a fork bomb; each runs through the course's
@@ -19,9 +20,9 @@ from pathlib import Path
 import pytest
 from support.judged import grade_cells
 
-from autograd_course import memory
-from autograd_course.grading import cgroups, sandbox, warm
-from autograd_course.grading.kernel import NO_CGROUP
+from autograd_course.grading.boundary import cgroups, sandbox, warm
+from autograd_course.grading.boundary.provision import NO_CGROUP
+from autograd_course.kernel import memory
 
 needs_cgroups = pytest.mark.skipif(
     cgroups.usable()[0] is None, reason=f"no usable cgroup here: {cgroups.usable()[1]}")

@@ -17,11 +17,11 @@ import nbformat
 import pytest
 import torch  # noqa: F401 - the judge's tests below import it anyway; loaded once here
 
-from autograd_course.checks import StudentError
+from autograd_course.grading.boundary.judge import InProcessLink, Session
 from autograd_course.grading.containment import GradingStopped, contained, describe
-from autograd_course.grading.judge import InProcessLink, Session
+from autograd_course.kernel.checks import StudentError
 
-IMPORTS = "import torch\nfrom autograd_course.checks import *\n"
+IMPORTS = "import torch\nfrom autograd_course.kernel.checks import *\n"
 
 
 class Stop(BaseException):  # noqa: N818 - a BaseException of its own, as any code may define
@@ -169,7 +169,7 @@ def test_the_courses_exporters_stop_as_an_exception(tmp_path):
 #: SystemExit (its seed of hidden inputs, made at the notebook's first locked cell, while the
 #: kernel runs), without any hole of the judge's.
 STOPS_FOR_A_FIRST = '''
-import autograd_course.grading.judge as _judge  # tests/test_containment.py
+import autograd_course.grading.boundary.judge as _judge  # tests/test_containment.py
 if not getattr(_judge, "_stops_for_a_test", False):
     _seed_key = _judge.seed_key
 

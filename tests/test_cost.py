@@ -1,4 +1,4 @@
-"""autograd_course.cost, the lesson tools of unit 06, on what they promise beyond their doctests."""
+"""autograd_course.lab.cost, the lesson tools of unit 06, beyond their doctests."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import weakref
 
 import torch
 
-from autograd_course import cost
+from autograd_course.lab import cost
 
 
 def test_the_saved_tensor_log_keeps_no_memory_alive_without_backward():

@@ -29,8 +29,8 @@ MODULES = _with_examples()
 
 
 def test_the_modules_with_examples_are_found():
-    assert {"autograd_course.checks", "autograd_course.graphs", "autograd_course.cost",
-            "autograd_course.grading.report"} <= set(MODULES)
+    assert {"autograd_course.kernel.checks", "autograd_course.kernel.graphs",
+            "autograd_course.lab.cost", "autograd_course.grading.report"} <= set(MODULES)
 
 
 @pytest.mark.parametrize("name", MODULES)

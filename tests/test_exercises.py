@@ -29,9 +29,9 @@ from support import nearcopy
 from support.inprocess import run_judged, run_local
 from support.units import UNITS
 
-from autograd_course import checks, hints
-from autograd_course.checks import CheckError
 from autograd_course.grading.release import generate
+from autograd_course.kernel import checks, hints
+from autograd_course.kernel.checks import CheckError
 from autograd_course.testkit import WRONG_ANSWERS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -146,7 +146,7 @@ def test_notebook_structure(unit):
     assert intro.cell_type == "markdown" and nbgrader_meta(intro).get("locked")
     assert imports.cell_type == "code" and nbgrader_meta(imports).get("locked")
     assert "import torch" in imports.source
-    assert "from autograd_course.checks import" in imports.source
+    assert "from autograd_course.kernel.checks import" in imports.source
     grade_ids = [nbgrader_meta(c)["grade_id"] for c in nb.cells if nbgrader_meta(c)]
     assert len(grade_ids) == len(set(grade_ids)), "grade_ids must be unique"
     qids = questions(unit)
@@ -165,7 +165,7 @@ def test_notebook_structure(unit):
         assert test.source.count(HIDDEN) == 1 and "### END HIDDEN TESTS" in test.source
         visible = test.source.split(HIDDEN)[0]
         assert "check_" in visible, f"{qid}: the visible part checks something"
-        assert "torch.allclose" not in test.source, "compare through autograd_course.checks"
+        assert "torch.allclose" not in test.source, "compare through autograd_course.kernel.checks"
     assert len([c for c in nb.cells if nbgrader_meta(c).get("grade")]) == len(qids)
 
 
@@ -484,7 +484,7 @@ def test_a_failing_check_in_a_real_kernel_shows_the_diagnosis_alone(root):
     from nbclient import NotebookClient
 
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "import torch\nfrom autograd_course.checks import check_tensor\n"
+        "import torch\nfrom autograd_course.kernel.checks import check_tensor\n"
         "check_tensor(torch.tensor([4.0]), torch.tensor([2.0]), name='x.grad', gradient=True)")])
     NotebookClient(nb, kernel_name="python3", allow_errors=True,
                    resources={"metadata": {"path": str(root)}}).execute()
@@ -518,7 +518,7 @@ def test_a_not_implemented_error_with_a_message_is_not_a_blank_answer():
 
 
 KERNEL_CELLS = {
-    "imports": "import torch\nfrom autograd_course.checks import (in_kernel, run_answer, "
+    "imports": "import torch\nfrom autograd_course.kernel.checks import (in_kernel, run_answer, "
                "check_tuple, visible_checks_passed)",
     "stub": "def grad_of(x):\n    # YOUR CODE HERE\n    raise NotImplementedError()",
     "via run_answer": "run_answer(grad_of, torch.ones(2))\nvisible_checks_passed('q1')",

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import autograd_course
-from autograd_course import graphs
+from autograd_course.kernel import graphs
 
 
 def run_cli(*args):

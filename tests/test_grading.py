@@ -23,7 +23,8 @@ import pytest
 from nbgrader.api import Gradebook
 
 import autograd_course
-from autograd_course.grading import record, sandbox, scan
+from autograd_course.grading import record, scan
+from autograd_course.grading.boundary import sandbox
 from autograd_course.grading.preprocessors import strip_hidden_tests
 from autograd_course.grading.terminal import safe
 from autograd_course.testkit import classes as course
@@ -237,12 +238,12 @@ def test_strip_hidden_tests_keeps_the_visible_part():
     assert stripped.startswith("visible()") and stripped.endswith("after()")
 
 
-PROTECTED = {"check_tensor": "autograd_course.checks.check_tensor"}
+PROTECTED = {"check_tensor": "autograd_course.kernel.checks.check_tensor"}
 
 
 @pytest.mark.parametrize("honest", [
     "%matplotlib inline\nimport torch\nx = torch.ones(3, requires_grad=True)\nx.grad = None",
-    "import numpy as np\nfrom autograd_course.checks import check_tensor\nnp.random.seed(0)",
+    "import numpy as np\nfrom autograd_course.kernel.checks import check_tensor\nnp.random.seed(0)",
     "def f(x):\n    with torch.no_grad():\n        x -= 0.1 * x.grad\n    return x",
     "this is not python",
     "%config InlineBackend.figure_format = 'retina'\n%load_ext autoreload\n%autoreload 2",
@@ -277,9 +278,9 @@ def test_scan_leaves_honest_code_alone(honest):
     ("open('../../../gradebook.db', 'w')", "outside the working folder"),
     ("exec('torch.equal = f')", "exec"),
     ("%%time\ntorch.allclose = f", "torch.allclose"),
-    ("import importlib\nagent = importlib.import_module('autograd_course.agent')",
+    ("import importlib\nagent = importlib.import_module('autograd_course.kernel.agent')",
      "import_module"),
-    ("import sys\ncost = sys.modules['autograd_course.cost']", "sys.modules"),
+    ("import sys\ncost = sys.modules['autograd_course.lab.cost']", "sys.modules"),
 ])
 def test_scan_flags_what_reaches_past_the_answer(tampering, named):
     findings = scan.scan_source(tampering, "q1", PROTECTED)

@@ -198,7 +198,7 @@ def loop(tmp_path_factory, root):
             seen["ada's server as", bob] = hub.request(
                 "GET", f"user/{ada}/api/contents", hub.token(bob))
             seen["check on the Hub"] = hub.execute(bob, NOTEBOOK, (
-                "from autograd_course.selfstudy import check_saved_notebook\n"
+                "from autograd_course.lab.selfstudy import check_saved_notebook\n"
                 "check_saved_notebook(\"01_gradients\")"))
             seen["instructor reads"] = hub.run_as(grace, [sys.executable, "-c", (
                 "import os, sys\n"

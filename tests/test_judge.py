@@ -12,13 +12,18 @@ import pytest
 import torch
 from support.inprocess import run_judged
 
-from autograd_course import checks
-from autograd_course.checks import StudentError
-from autograd_course.grading import judge as judging
-from autograd_course.grading.judge import AnswerError, AuthoringError, InProcessLink, Session
-from autograd_course.wire import Handle, RemoteFunction, facts
+from autograd_course.grading.boundary import judge as judging
+from autograd_course.grading.boundary.judge import (
+    AnswerError,
+    AuthoringError,
+    InProcessLink,
+    Session,
+)
+from autograd_course.kernel import checks
+from autograd_course.kernel.checks import StudentError
+from autograd_course.kernel.wire import Handle, RemoteFunction, facts
 
-IMPORTS = "import torch\nfrom autograd_course.checks import *\n"
+IMPORTS = "import torch\nfrom autograd_course.kernel.checks import *\n"
 
 
 def judge(student: str, locked: str = IMPORTS, seed_key: bytes | None = b"k" * 32):
@@ -36,7 +41,7 @@ def test_builtins_then_locked_names_then_the_students():
     session = judge("len = lambda x: 99\ncheck_tensor = lambda *a, **k: None\nanswer = 3")
     verdict = session.run_test(
         "assert len([1, 2]) == 2\n"
-        "assert check_tensor.__module__ == 'autograd_course.checks'\n"
+        "assert check_tensor.__module__ == 'autograd_course.kernel.checks'\n"
         "assert answer == 3\n"
         "assert [answer for _ in range(2)] == [3, 3]\n"
         "def nested():\n    return answer\n"
@@ -298,9 +303,9 @@ def test_no_record_a_kernel_sends_makes_the_judge_import_or_escape(tmp_path, mon
     import base64
     import sys
 
-    from autograd_course.checks import StudentError
-    from autograd_course.grading.judge import AnswerError
-    from autograd_course.wire import RemoteException, ReplyError
+    from autograd_course.grading.boundary.judge import AnswerError
+    from autograd_course.kernel.checks import StudentError
+    from autograd_course.kernel.wire import RemoteException, ReplyError
 
     monkeypatch.chdir(tmp_path)  # were a module run, what it writes would land here
     monkeypatch.setattr(sys, "argv", ["grader"])
@@ -375,7 +380,8 @@ def test_loading_the_grading_pipeline_leaves_torch_to_the_judges_thread():
     import sys
 
     code = ("import sys, autograd_course.grading.preprocessors, autograd_course.cli\n"
-            "print(sorted(m for m in ('torch', 'autograd_course.checks') if m in sys.modules))")
+            "print(sorted(m for m in ('torch', 'autograd_course.kernel.checks')"
+            " if m in sys.modules))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True).stdout.strip()
     assert loaded == "[]", loaded
@@ -391,7 +397,7 @@ def test_a_kernel_that_forks_hides_none_of_its_memory_from_the_judge():
 
     import psutil
 
-    from autograd_course import memory
+    from autograd_course.kernel import memory
 
     holder = subprocess.Popen([sys.executable, "-c", (
         "import os, sys, time\n"
@@ -422,7 +428,7 @@ def test_a_kernel_that_floods_or_never_reads_its_input_requests_fails_its_test()
     go through in 2 s is the test's failure."""
     import zmq
 
-    from autograd_course.grading.judge import JupyterLink
+    from autograd_course.grading.boundary.judge import JupyterLink
 
     class NeverRead:
         def input(self, value):
@@ -446,7 +452,7 @@ def test_a_builtin_error_with_other_arguments_still_arrives_as_the_students(name
 
 
 def test_the_course_own_modules_are_never_handed_to_a_test_by_a_reply():
-    import autograd_course.grading.judge  # noqa: F401 - held by the judge, not handed out
+    import autograd_course.grading.boundary.judge  # noqa: F401 - held by the judge, not handed out
 
-    assert judging._held_module("autograd_course.grading.judge") is None
+    assert judging._held_module("autograd_course.grading.boundary.judge") is None
     assert judging._held_module("torch") is torch

@@ -2,8 +2,8 @@
 
 The grader's session (grading.kernel.BoundedSession) refuses a message too large in all its
 parts, too full of structure, or with a wrong signature, and gives a reason that is the same
-every time; the kernel's stream (autograd_course.streams) sends a loop of prints in messages of
-a bounded size, whatever the timing.
+every time; the kernel's stream (autograd_course.kernel.streams) sends a loop of prints in
+messages of a bounded size, whatever the timing.
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ import pytest
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.session import Session
 
-from autograd_course import streams
-from autograd_course.grading import kernel, sandbox
+from autograd_course.grading.boundary import provision as kernel
+from autograd_course.grading.boundary import sandbox
+from autograd_course.kernel import streams
 
 
 def _parts(session: Session, buffers=()) -> list[bytes]:

@@ -24,7 +24,7 @@ import pytest
 from support.browser import CHROMIUM, chromium
 from support.lab import TOKEN, running_lab
 
-from autograd_course import selfstudy
+from autograd_course.lab import selfstudy
 from autograd_course.testkit import WRONG_ANSWERS, classes
 
 pytestmark = [pytest.mark.lab_check, pytest.mark.services]
@@ -170,7 +170,7 @@ def test_the_hidden_tests_catch_what_the_visible_checks_pass(checked):
 
 
 def test_grading_runs_the_check_cell_as_a_cell_that_does_nothing(course):
-    # the cell runs in every grading kernel (sandboxed: autograd_course.selfstudy is not
+    # the cell runs in every grading kernel (sandboxed: autograd_course.lab.selfstudy is not
     # there) and in the judge: it must neither fail nor start a check
     source = course / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     notebook = classes.fill(course / PLACES["release"], classes.reference_answers(source))

@@ -22,7 +22,7 @@ import pytest
 import torch
 from nbclient import NotebookClient
 
-from autograd_course import graphs, lessons, plots
+from autograd_course.kernel import graphs, lessons, plots
 
 matplotlib.use("Agg")
 
@@ -445,7 +445,7 @@ def test_engine_pictures_of_pytorch_and_of_the_learners_engine_agree():
 
 def test_a_wide_graph_is_scaled_to_fit_and_stays_legible():
     # the widest graph of the lessons: 07's tanh neuron drawn by PyTorch, with its values
-    from autograd_course.engine_pictures import draw_torch
+    from autograd_course.lab.engine_pictures import draw_torch
 
     if not graphs.dot_available():
         pytest.skip("Graphviz's dot is not installed")

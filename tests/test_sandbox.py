@@ -20,9 +20,9 @@ import pytest
 from traitlets.config import Config
 
 import autograd_course
-from autograd_course import seccomp
-from autograd_course.grading import sandbox, warm
+from autograd_course.grading.boundary import sandbox, warm
 from autograd_course.grading.preprocessors import NOT_SANDBOXED, JudgedExecute
+from autograd_course.kernel import seccomp
 
 PROBE = r'''
 import json, os, socket, sys, glob
@@ -137,7 +137,7 @@ if HOSTILE:  # only where the sandbox holds: unsandboxed, these would really do 
     "processes": len([p for p in os.listdir("/proc") if p.isdigit()]),
     "kill_parent": attempt(lambda: os.kill(os.getppid(), 9)),
     "extra_file": attempt(lambda: open("data.txt").read()),
-    "kernel_side": [attempt(lambda m=m: __import__(m) and m) for m in KERNEL_SIDE],
+    "kernel_side": [attempt(lambda m=m: __import__(m) and m) for m in PACKAGE_MOUNTS],
     "grader_side": [attempt(lambda m=m: __import__(m) and m) for m in GRADER_SIDE],
     "package_listing": attempt(lambda: sorted(os.listdir(PACKAGE))),
     "reserved_host_disk": reserve_host_disk(),
@@ -151,18 +151,19 @@ print(json.dumps(report))
 
 # What a notebook may import while it is graded, and what it may not (the grader, its test
 # kit, and the lesson tools that do part of what an assignment asks).
-KERNEL_MODULES = ["autograd_course.checks", "autograd_course.hints", "autograd_course.agent",
-                  "autograd_course.graphs", "autograd_course.plots", "autograd_course.lessons"]
-GRADER_MODULES = ["autograd_course.grading.judge", "autograd_course.grading.units.u08_training",
+KERNEL_MODULES = [f"autograd_course.kernel.{name}"
+                  for name in ("checks", "hints", "agent", "graphs", "plots", "lessons")]
+GRADER_MODULES = ["autograd_course.grading.boundary.judge",
+                  "autograd_course.grading.units.u08_training",
                   "autograd_course.grading.units.u09_extending", "autograd_course.testkit",
-                  "autograd_course.cost", "autograd_course.engine_pictures",
-                  "autograd_course.training", "autograd_course.functional"]
+                  "autograd_course.lab.cost", "autograd_course.lab.engine_pictures",
+                  "autograd_course.lab.training", "autograd_course.lab.functional"]
 
 
 def _probe_notebook(course: Path, grader_tmp: Path, port: int, hostile: bool, unlisted: Path
                     ) -> nbformat.NotebookNode:
     constants = (f"PACKAGE = {str(Path(autograd_course.__file__).parent)!r}\n"
-                 f"KERNEL_SIDE = {KERNEL_MODULES!r}\nGRADER_SIDE = {GRADER_MODULES!r}\n"
+                 f"PACKAGE_MOUNTS = {KERNEL_MODULES!r}\nGRADER_SIDE = {GRADER_MODULES!r}\n"
                  f"COURSE = {str(course)!r}\nGRADER_TMP = {str(grader_tmp)!r}\nPORT = {port}\n"
                  f"HOSTILE = {hostile}\nUNLISTED = {str(unlisted)!r}\n"
                  f"REFUSED = { {n: nr for n, (nr, _) in seccomp.REFUSED.items()}!r}\n")
@@ -261,7 +262,7 @@ def test_the_kernel_imports_the_kernel_side_of_the_package_only(sandboxed):
     assert report["kernel_side"] == [repr(m) for m in KERNEL_MODULES]
     assert report["grader_side"] == ["ModuleNotFoundError"] * len(GRADER_MODULES)
     listing = eval(report["package_listing"])
-    assert set(listing) == set(sandbox.KERNEL_SIDE)  # no __pycache__, no grading/
+    assert set(listing) == set(sandbox.PACKAGE_MOUNTS)  # no __pycache__, no grading/
 
 
 def test_the_kernel_sees_only_what_the_allowlist_names(sandboxed):
@@ -373,9 +374,9 @@ def test_the_sandbox_command_binds_only_what_it_should(tmp_path):
 
 
 def _kernel_side_modules() -> dict[str, Path]:
-    """The kernel side of the package (sandbox.KERNEL_SIDE), by module name."""
+    """The kernel side of the package (sandbox.PACKAGE_MOUNTS), by module name."""
     modules = {}
-    for name in sandbox.KERNEL_SIDE:
+    for name in sandbox.PACKAGE_MOUNTS:
         path = sandbox.PACKAGE / name
         for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
             parts = file.relative_to(sandbox.PACKAGE.parent).with_suffix("").parts
@@ -427,11 +428,12 @@ def _kernel_side_violations() -> list[str]:
 
 
 def test_the_kernel_side_imports_only_the_kernel_side(monkeypatch):
-    assert {"autograd_course", "autograd_course.agent", "autograd_course.wire",
-            "autograd_course.checks", "autograd_course.hints"} <= set(_kernel_side_modules())
+    assert {"autograd_course", "autograd_course.kernel.agent", "autograd_course.kernel.wire",
+            "autograd_course.kernel.checks", "autograd_course.kernel.hints"
+            } <= set(_kernel_side_modules())
     assert _kernel_side_violations() == [], "the grading kernel does not have these modules"
     # the check itself finds a grader module imported by a kernel-side one
-    monkeypatch.setattr(sandbox, "KERNEL_SIDE", (*sandbox.KERNEL_SIDE, "cli.py"))
+    monkeypatch.setattr(sandbox, "PACKAGE_MOUNTS", (*sandbox.PACKAGE_MOUNTS, "cli.py"))
     assert any("cli.py imports autograd_course.grading" in v for v in _kernel_side_violations())
 
 

@@ -1,4 +1,4 @@
-"""The grading kernel's system-call filter (autograd_course.seccomp) and its keyrings.
+"""The grading kernel's system-call filter (autograd_course.kernel.seccomp) and its keyrings.
 
 The program is decoded back and run instruction by instruction; installed in a process of its
 own it refuses what the table names and leaves what honest work uses (threads, fork, exec,
@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 from support.judged import grade_cells
 
-from autograd_course import seccomp
-from autograd_course.grading import sandbox, warm
+from autograd_course.grading.boundary import sandbox, warm
+from autograd_course.kernel import seccomp
 
 ALLOW, EPERM = seccomp.SECCOMP_RET_ALLOW, seccomp.SECCOMP_RET_ERRNO | errno.EPERM
 ENOSYS = seccomp.SECCOMP_RET_ERRNO | errno.ENOSYS
@@ -95,7 +95,7 @@ print(json.dumps(found))
 def test_installed_it_refuses_the_table_and_leaves_honest_work():
     numbers = [number for number, _ in seccomp.REFUSED.values()]
     script = f"NUMBERS = {numbers!r}\n{CHILD}"
-    done = subprocess.run([sys.executable, "-P", "-m", "autograd_course.seccomp", "--filter",
+    done = subprocess.run([sys.executable, "-P", "-m", "autograd_course.kernel.seccomp", "--filter",
                            "--", sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
@@ -126,10 +126,10 @@ def test_kernels_are_started_through_the_filter(tmp_path):
         pytest.skip("no seccomp here")
     folders = sandbox.prepare_folders(tmp_path / "k")
     launcher = sandbox.seccomp_launcher()
-    assert launcher[3:] == ["autograd_course.seccomp", "--filter", "--"]
+    assert launcher[3:] == ["autograd_course.kernel.seccomp", "--filter", "--"]
     for use_sandbox in (True, False):  # bubblewrap's kernel, and the unsandboxed fallback
         argv, _ = sandbox.kernel_command(folders, sandbox.Limits(), use_sandbox=use_sandbox)
-        at = argv.index("autograd_course.seccomp")
+        at = argv.index("autograd_course.kernel.seccomp")
         assert argv[at - 3:at + 3] == launcher
         assert argv[at + 3:] == sandbox.kernel_python()  # exec'd under the filter
     assert sandbox.zygote_command(tmp_path)[-1] == "--seccomp"  # its children install it

@@ -33,9 +33,9 @@ from support.inprocess import run_judged
 from support.units import UNITS
 from test_exercises import ALL_QUESTIONS, load
 
-from autograd_course import agent, checks
-from autograd_course.grading import judge
-from autograd_course.grading.judge import InProcessLink, Session
+from autograd_course.grading.boundary import judge
+from autograd_course.grading.boundary.judge import InProcessLink, Session
+from autograd_course.kernel import agent, checks
 
 MAX_NODES = 200_000  # objects walked in one request
 MAX_DEPTH = 60
@@ -321,7 +321,7 @@ def _sent_in_one_test(source: str, monkeypatch) -> tuple[set, list[str]]:
     session.link.run_cell("def answer(f, *args):\n    return f(*args)\n")
     with monkeypatch.context() as patch:
         _install(rec, patch)
-        session.run_locked("from autograd_course.checks import fresh, fresh_float, "
+        session.run_locked("from autograd_course.kernel.checks import fresh, fresh_float, "
                            "check_tensor, run_answer, proxy\nimport torch", "imports")
         verdict = session.run_test(source, "attack_test")
     assert verdict.passed, verdict.diagnostic
@@ -358,7 +358,7 @@ def test_the_walk_tells_a_drawn_choice_between_two_students(monkeypatch):
         session.link.run_cell("def answer(f, *args):\n    return f(*args)\n")
         with monkeypatch.context() as patch:
             _install(rec, patch)
-            session.run_locked("from autograd_course.checks import fresh_float, run_answer\n"
+            session.run_locked("from autograd_course.kernel.checks import fresh_float, run_answer\n"
                                "import torch", "imports")
             assert session.run_test(source, "choice_test").passed
         pictures.add(frozenset(findings(rec)[0]))
@@ -376,7 +376,7 @@ def test_a_proxy_carries_no_draw_and_still_computes(monkeypatch):
 
 _FUNCTION = """
 import torch
-from autograd_course.checks import fresh_float, proxy, run_answer
+from autograd_course.kernel.checks import fresh_float, proxy, run_answer
 
 factor = fresh_float(1.5, 3.0)
 

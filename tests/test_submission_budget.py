@@ -28,7 +28,8 @@ import psutil
 import pytest
 from traitlets.config import Config
 
-from autograd_course.grading import bounded, runner, sandbox, served, tasks
+from autograd_course.grading import bounded, runner, served, tasks
+from autograd_course.grading.boundary import sandbox
 from autograd_course.grading.course import Submission
 from autograd_course.grading.preprocessors import FeedbackExporter, ListOtherFiles, MakeInert
 from autograd_course.grading.preprocessors.inert import MAX_CELL, MAX_NOTEBOOK

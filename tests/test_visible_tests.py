@@ -26,7 +26,7 @@ import torch
 from support.inprocess import HIDDEN, _cells_up_to, _source
 from test_exercises import ALL_QUESTIONS, _bound_names, load
 
-from autograd_course import checks
+from autograd_course.kernel import checks
 
 
 class Poison:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from autograd_course.wire import Decoder, Encoder, Handle, ReplyError, facts
+from autograd_course.kernel.wire import Decoder, Encoder, Handle, ReplyError, facts
 
 
 class Kept:
@@ -245,7 +245,7 @@ def test_a_handle_record_reaches_wrap_only_with_checked_fields():
 
 
 def test_array_dtypes_come_from_a_fixed_table():
-    from autograd_course.wire import NUMPY_DTYPES, TENSOR_DTYPES
+    from autograd_course.kernel.wire import NUMPY_DTYPES, TENSOR_DTYPES
 
     assert all(isinstance(v, np.dtype) and v.name == k for k, v in NUMPY_DTYPES.items())
     assert all(isinstance(v, torch.dtype) for v in TENSOR_DTYPES.values())

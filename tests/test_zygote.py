@@ -18,7 +18,7 @@ import psutil
 import pytest
 from support.judged import grade_cells
 
-from autograd_course.grading import sandbox, warm
+from autograd_course.grading.boundary import sandbox, warm
 
 HOSTILE = r'''
 import builtins, os, random, subprocess, sys
@@ -153,7 +153,7 @@ def test_the_zygote_is_one_thread_without_a_kernel_of_its_own(after_a_hostile_ke
     assert zygote.ready["threads"] == 1
     process = psutil.Process(zygote.process.pid)
     python = [p for p in process.children(recursive=True) if p.name() != "bwrap"
-              and "autograd_course.zygote" in " ".join(p.cmdline())]
+              and "autograd_course.kernel.zygote" in " ".join(p.cmdline())]
     assert len(python) == 1 and python[0].num_threads() == 1
     assert not python[0].children()  # no kernel left running under it
     status = open(f"/proc/{python[0].pid}/status").read()

@@ -8,7 +8,7 @@ class takes around them:
 - :mod:`.pipeline` derives the course's preprocessor lists from nbgrader's defaults;
 - :mod:`.sandbox` starts the student's kernel in bubblewrap, with limits;
 - :mod:`.judge` runs the test cells in the grader's process, reading the kernel as data
-  (over :mod:`autograd_course.wire`; the kernel side is :mod:`autograd_course.agent`);
+  (over :mod:`autograd_course.kernel.wire`; the kernel side is :mod:`autograd_course.kernel.agent`);
 - :mod:`.units` holds what one unit's tests use in the judge: checks, reference computations;
 - :mod:`.scan` reads the student's code outside the kernel and flags it for review;
 - :mod:`.preprocessors` ties them into nbgrader, survives hostile notebooks, writes the grade

@@ -87,7 +87,7 @@ def _started_apart():
     """While a child (or the forkserver) is started: SIGINT ignored, which the new process
     inherits (in the main thread only, where Python lets a handler be set), and the
     environment of :func:`.sandbox.package_environment` with ``PYTHONSAFEPATH``."""
-    from autograd_course.grading.sandbox import package_environment
+    from autograd_course.grading.boundary.sandbox import package_environment
 
     env = {**package_environment(), "PYTHONSAFEPATH": "1"}
     main = threading.current_thread() is threading.main_thread()

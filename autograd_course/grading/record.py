@@ -194,7 +194,7 @@ def strip_ansi(text: str) -> str:
 def diagnostic(outputs) -> str:
     """The message that explains a test cell's result: its first error, or stderr, or the
     judge's notes (diagnoses that cost no points), or ''."""
-    from autograd_course.checks import NOTE
+    from autograd_course.kernel.checks import NOTE
 
     for output in outputs:
         if output.get("output_type") == "error":

@@ -297,7 +297,7 @@ def _on_this_machine(todo: list[Task], bundle: Bundle, jobs: int, budgets: dict[
     new child); either way a new child takes the next submission."""
     from multiprocessing.connection import wait
 
-    from autograd_course.grading.kernel import KernelNotStarted
+    from autograd_course.grading.boundary.provision import KernelNotStarted
 
     ctx = _context()
     waiting = [(task, 1) for task in todo]  # a task, and how many times it may still die
@@ -372,7 +372,7 @@ def _on_cluster(todo: list[Task], bundle: Bundle, scheduler: str, budgets: dict[
     from distributed import as_completed as dask_completed
     from distributed.scheduler import KilledWorker
 
-    from autograd_course.grading.kernel import KernelNotStarted
+    from autograd_course.grading.boundary.provision import KernelNotStarted
 
     with Client(scheduler, timeout=60) as client:
         # a task's result, not scattered data: a submission that kills workers kills the

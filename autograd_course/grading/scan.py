@@ -33,13 +33,13 @@ from dataclasses import dataclass
 LIBRARIES = {"torch", "np", "numpy", "math", "sys", "builtins", "__builtins__", "IPython",
              "ipykernel", "autograd_course", "checks", "unittest", "pytest", "nn", "F", "optim"}
 SETTINGS = ("torch.backends.",)  # library settings a student may change
-INTERNAL_IMPORTS = ("ctypes", "autograd_course.grading", "autograd_course.agent",
-                    "autograd_course.wire", "autograd_course.testkit", "IPython.core",
+INTERNAL_IMPORTS = ("ctypes", "autograd_course.grading", "autograd_course.kernel.agent",
+                    "autograd_course.kernel.wire", "autograd_course.testkit", "IPython.core",
                     "ipykernel", "traitlets", "zmq", "jupyter_client", "sqlite3",
                     "torch.overrides", "torch.utils._python_dispatch",
                     # the lessons' own tools, which some questions ask the student to write
-                    "autograd_course.cost", "autograd_course.engine_pictures",
-                    "autograd_course.training")
+                    "autograd_course.lab.cost", "autograd_course.lab.engine_pictures",
+                    "autograd_course.lab.training")
 # Calls that read other code's frames and objects, or act on other processes: unambiguous
 # names, and names that are only suspicious with their module (torch.stack is not inspect's).
 INTROSPECTION_CALLS = {"_getframe", "currentframe", "getouterframes", "getinnerframes",

@@ -277,13 +277,13 @@ def check(root: Path, notebook: Path, student: str | None = None) -> list[record
 # -- the budget: the notebook is graded in a child process that this one holds ---------------
 _children: list = []  # this process's grading child, kept for the next notebook it checks
 #: Preloaded by the forkserver that checking children fork from (torch, with the judge).
-PRELOAD = ["autograd_course.grading.selfcheck", "autograd_course.grading.judge"]
+PRELOAD = ["autograd_course.grading.selfcheck", "autograd_course.grading.boundary.judge"]
 
 
 def _start_child(scratch: str, notebooks: int | None, wait: bool) -> None:
     """A checking child's start: the parent's plan of warm kernels (:func:`.warm.plan`), and
     nbgrader's SQLAlchemy notes kept out of the learner's way, as in :func:`check`."""
-    from autograd_course.grading import warm
+    from autograd_course.grading.boundary import warm
 
     warm.plan(notebooks, wait)
     warnings.filterwarnings("ignore", module="nbgrader")
@@ -296,8 +296,9 @@ def _grade_bounded(course: Course, cached: Path, work: Path, notebook: Path, ass
     (:func:`.preprocessors.execute.submission_budget`): past it, the child and its kernels are
     killed and the check fails for time (RuntimeError). A child that dies is replaced once;
     a kernel that does not start is tried once more, then :class:`~.kernel.KernelNotStarted`."""
-    from autograd_course.grading import bounded, warm
-    from autograd_course.grading.kernel import KernelNotStarted
+    from autograd_course.grading import bounded
+    from autograd_course.grading.boundary import warm
+    from autograd_course.grading.boundary.provision import KernelNotStarted
     from autograd_course.grading.preprocessors.execute import submission_budget
 
     seconds = submission_budget(course.config, 1)
@@ -346,7 +347,7 @@ def _grade(course: Course, cached: Path, work: Path, notebook: Path, assignment:
     checking = Course.load(work, CourseDirectory=private,
                            JudgedExecute={"secret": course.secret(),
                                           "hide_paths": [str(course.root)]})
-    from autograd_course.grading.kernel import KernelNotStarted, not_started
+    from autograd_course.grading.boundary.provision import KernelNotStarted, not_started
 
     not_started()  # forget an earlier check's
     with contextlib.chdir(work):

@@ -257,7 +257,7 @@ def the_bundle(bundle: Bundle) -> Bundle:
 _served: list = []  # in a grading child: its scratch folder, and the run's bundle
 
 #: Preloaded by the forkserver that grading children fork from (torch, with the judge).
-PRELOAD = ["autograd_course.grading.tasks", "autograd_course.grading.judge"]
+PRELOAD = ["autograd_course.grading.tasks", "autograd_course.grading.boundary.judge"]
 #: Why a submission whose grading process died every time it was tried got 0.
 KILLED = ("KilledWorker: the grading process was killed while grading this submission, every "
           "time it was tried (a signal, or out of memory)")
@@ -278,7 +278,7 @@ def graded_here(task: Task) -> Outcome:
     """:func:`grade_served`, in a grading child; raises :class:`~.kernel.KernelNotStarted`
     if a kernel of the submission did not start (the grader's failure: its outcome is not
     the student's)."""
-    from autograd_course.grading.kernel import KernelNotStarted, not_started
+    from autograd_course.grading.boundary.provision import KernelNotStarted, not_started
 
     not_started()  # forget an earlier submission's
     outcome = grade_served(task)
@@ -308,7 +308,7 @@ def grade_within(task: Task, bundle: Bundle, seconds: float, tries: int = 2) -> 
     tried again, and the last time :class:`~.kernel.KernelNotStarted` is raised to the caller
     (the run stops, with no score written for it)."""
     from autograd_course.grading import bounded
-    from autograd_course.grading.kernel import KernelNotStarted
+    from autograd_course.grading.boundary.provision import KernelNotStarted
 
     for attempt in range(tries):
         with _idle_lock:

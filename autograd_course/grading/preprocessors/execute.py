@@ -16,10 +16,11 @@ from nbgrader import utils
 from nbgrader.coursedir import CourseDirectory
 from traitlets import Bool, Integer, List, Unicode
 
-from autograd_course.grading import intake, sandbox, scan, served, warm
+from autograd_course.grading import intake, scan, served
+from autograd_course.grading.boundary import sandbox, warm
+from autograd_course.grading.boundary.provision import KernelPlan, SandboxedExecute, log_tail
 from autograd_course.grading.containment import contained
 from autograd_course.grading.course import SECRET_FILE, read_secret
-from autograd_course.grading.kernel import KernelPlan, SandboxedExecute, log_tail
 
 from .cells import META, cell_role, course_paths, error_output, grade_id, max_file_bytes, short
 from .cells import notes as notes_of
@@ -36,15 +37,16 @@ class _LazyJudge:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        if self._thread is None and "autograd_course.grading.judge" not in sys.modules:
-            self._thread = threading.Thread(target=importlib.import_module,
-                                            args=("autograd_course.grading.judge",), daemon=True)
+        if self._thread is None and "autograd_course.grading.boundary.judge" not in sys.modules:
+            self._thread = threading.Thread(
+                target=importlib.import_module,
+                args=("autograd_course.grading.boundary.judge",), daemon=True)
             self._thread.start()
 
     def __getattr__(self, name: str):
         if self._thread is not None:
             self._thread.join()
-        return getattr(importlib.import_module("autograd_course.grading.judge"), name)
+        return getattr(importlib.import_module("autograd_course.grading.boundary.judge"), name)
 
 
 judge = _LazyJudge()
@@ -125,7 +127,7 @@ class JudgedExecute(SandboxedExecute):
     ).tag(config=True)
     warm_kernels = Bool(
         True, help="Fork each notebook's kernel from a zygote that has imported torch once per "
-        "grading process (autograd_course.zygote), in the same sandbox; off, or where the "
+        "grading process (autograd_course.kernel.zygote), in the same sandbox; off, or where the "
         "zygote cannot run (no bubblewrap, no fork), each kernel is a new process."
     ).tag(config=True)
     secret = Unicode(
@@ -328,7 +330,7 @@ class JudgedExecute(SandboxedExecute):
     def _judge(self, cell) -> None:
         # imported here, not at the top: checks imports torch, which the judge's thread
         # imports while the kernel starts (judge.start), and which is loaded by now
-        from autograd_course.checks import NOTE
+        from autograd_course.kernel.checks import NOTE
 
         cell_id = grade_id(cell)
         verdict = self.session.run_test(cell.source, cell_id, unanswered=self._unanswered,

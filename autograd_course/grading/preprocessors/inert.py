@@ -32,7 +32,7 @@ These bounds make the pages' cost bounded by construction, also under plain nbgr
 no parent process holds a budget (:mod:`..bounded`).
 
 Honest pictures still show: matplotlib's figures are PNG, and so are the computation graphs
-:mod:`autograd_course.graphs` draws. SVG is never parsed here.
+:mod:`autograd_course.kernel.graphs` draws. SVG is never parsed here.
 """
 
 from __future__ import annotations

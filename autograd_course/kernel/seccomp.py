@@ -1,6 +1,6 @@
 """The system-call filter of every grading kernel (seccomp), and its keyrings (kernel side).
 
-The sandbox (:mod:`autograd_course.grading.sandbox`: a user of its own, no capabilities,
+The sandbox (:mod:`autograd_course.grading.boundary.sandbox`: a user of its own, no capabilities,
 namespaces, an allowlisted file system) is the defence. This filter closes what the sandbox
 cannot: Linux interfaces an unprivileged process reaches that a notebook never needs, and
 whose effects outlive the kernel or widen the attack surface of Linux itself (:data:`REFUSED`,
@@ -15,13 +15,13 @@ one line of why each). Rules:
   ``clone`` is refused only with a namespace flag, and ``clone3`` answers ``ENOSYS`` (its
   flags are in memory a filter cannot read; glibc then falls back to ``clone``);
 - installed with ``no_new_privs``, after the kernel's set-up (which mounts and unshares) and
-  before ipykernel: a warm kernel's child (:mod:`autograd_course.zygote`) calls
+  before ipykernel: a warm kernel's child (:mod:`autograd_course.kernel.zygote`) calls
   :func:`install`; a cold kernel starts through :func:`main`, which installs it and then
   execs ipykernel (a filter survives ``exec`` and is inherited by every child);
 - before the filter the kernel joins a session keyring of its own (:func:`fresh_session_keyring`);
   with the keyring calls refused it cannot add a key anywhere.
 
-``python -m autograd_course.seccomp [--filter] -- ARGV`` launches ``ARGV`` (a cold kernel);
+``python -m autograd_course.kernel.seccomp [--filter] -- ARGV`` launches ``ARGV`` (a cold kernel);
 ``--probe`` installs the filter and checks it (the grader's test of this machine); ``--table``
 prints what is refused.
 """
@@ -216,8 +216,8 @@ def main(argv: list[str]) -> int:
     filtered = argv[:1] == ["--filter"]
     rest = argv[1:] if filtered else argv
     if rest[:1] != ["--"] or len(rest) < 2:
-        print("usage: python -m autograd_course.seccomp [--filter] -- ARGV | --probe | --table",
-              file=sys.stderr)
+        print("usage: python -m autograd_course.kernel.seccomp [--filter] -- ARGV | --probe "
+              "| --table", file=sys.stderr)
         return 2
     fresh_session_keyring()
     if filtered:

@@ -1,10 +1,10 @@
 """The kernel side of judging: answer the judge's requests for names and calls.
 
 This module runs in the student's kernel, which the student controls: nothing here is trusted,
-and nothing here decides a grade. The judge (:mod:`autograd_course.grading.judge`) sends a
+and nothing here decides a grade. The judge (:mod:`autograd_course.grading.boundary.judge`) sends a
 request as the argument of :func:`serve`, which it evaluates in the kernel as a silent
 ``user_expressions`` entry; the reply is a :class:`Reply` whose MIME bundle carries records
-(:mod:`autograd_course.wire`), matched to the request by its nonce.
+(:mod:`autograd_course.kernel.wire`), matched to the request by its nonce.
 
 Requests are pickled by the judge (cloudpickle: the test's own functions travel by value) and
 unpickled here; a persistent id ``("h", handle)`` stands for an object this kernel sent
@@ -31,7 +31,7 @@ Callbacks. What a test must hand the student's code but not show it (a broken Fu
 bug is drawn, a function with drawn parameters) arrives as a *proxy*: :func:`proxy_function`
 or :func:`proxy_callable`, which carry nothing but a token and a public name. Calling one,
 while the judge waits for a call's reply and only then, asks the judge (:func:`ask_judge`): the
-arguments go as records (:mod:`autograd_course.wire`, the same as a reply), the prompt of an
+arguments go as records (:mod:`autograd_course.kernel.wire`, the same as a reply), the prompt of an
 ``input_request`` on the stdin channel (:data:`CALLBACK`; in-process, a direct call), and the
 judge's answer comes back pickled, like any request. The judge answers only tokens of proxies
 it made for the running test.
@@ -47,7 +47,7 @@ import pickle
 import warnings
 from collections.abc import Callable
 
-from autograd_course.wire import Encoder, ReplyError
+from autograd_course.kernel.wire import Encoder, ReplyError
 
 MIME = "application/vnd.autograd-course.reply+json"
 DEFAULT_LIMIT = 64 * 2**20
@@ -198,7 +198,7 @@ class Agent:
         return self._trim(message)
 
     def _trim(self, message: dict) -> dict:
-        from autograd_course.memory import trim
+        from autograd_course.kernel.memory import trim
 
         trim()
         return {}

@@ -19,7 +19,7 @@ Rules:
   Linux's out-of-memory killer ends a process of the cgroup (:meth:`KernelCgroup.oom_kills`).
   The grader reads the usage (:meth:`KernelCgroup.memory_bytes`). The judge's measurements
   of what an answer keeps (04 Q1, 08 Q1) read the kernel's processes' anonymous memory
-  instead (:func:`autograd_course.memory.tree_memory_bytes`): a cgroup's usage includes page
+  instead (:func:`autograd_course.kernel.memory.tree_memory_bytes`): a cgroup's usage includes page
   cache, which Linux may reclaim between two readings.
 - **Processes and CPU.** ``pids.max`` (threads included, as ``RLIMIT_NPROC`` counts them); CPU
   time per 100 ms period (v2 ``cpu.max``, v1 ``cpu.cfs_quota_us``), where the ``cpu``
@@ -46,8 +46,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograd_course.grading.sandbox import owner_gone
-from autograd_course.memory import KERNEL_CGROUPS
+from autograd_course.grading.boundary.sandbox import owner_gone
+from autograd_course.kernel.memory import KERNEL_CGROUPS
 
 #: The names of kernels' cgroups: the prefix, the grader's pid, a count.
 PREFIX = KERNEL_CGROUPS

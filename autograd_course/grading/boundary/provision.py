@@ -39,8 +39,8 @@ from jupyter_core.utils import run_sync
 from nbgrader.preprocessors import Execute
 from traitlets import Any, Integer, Type
 
-from autograd_course.grading import cgroups, sandbox, warm
-from autograd_course.memory import tree_memory_bytes
+from autograd_course.grading.boundary import cgroups, sandbox, warm
+from autograd_course.kernel.memory import tree_memory_bytes
 
 GRADING_KERNEL = "autograd-course-grading"
 #: The largest message a grading kernel may send the grader (outputs included).

@@ -2,9 +2,10 @@
 
 PyTorch's messages about custom Functions can be long (``gradcheck`` prints whole
 Jacobians) or name files of the machine they ran on (anomaly mode prints the traceback of
-the forward call). :func:`show_error_short` shows what :func:`autograd_course.lessons.show_error`
-shows, with each message cut to its first lines and every traceback reduced to its last line
-of code, so that a lesson's output is the same on every machine:
+the forward call). :func:`show_error_short` shows what
+:func:`autograd_course.kernel.lessons.show_error` shows, with each message cut to its first
+lines and every traceback reduced to its last line of code, so that a lesson's output is
+the same on every machine:
 
 >>> import warnings
 >>> with show_error_short(lines=1):
@@ -22,7 +23,7 @@ import io
 import re
 from collections.abc import Iterator
 
-from autograd_course.lessons import show_error
+from autograd_course.kernel.lessons import show_error
 
 #: The first line of a traceback's frame: ``  File "/some/path.py", line 12, in name``.
 _FRAME = re.compile(r'^\s*File "[^"]*", line \d+, in ')
@@ -85,7 +86,7 @@ def shorten(text: str, lines: int | None) -> str:
 
 @contextlib.contextmanager
 def show_error_short(lines: int | None = None) -> Iterator[None]:
-    """Like :func:`autograd_course.lessons.show_error`, with each message shortened.
+    """Like :func:`autograd_course.kernel.lessons.show_error`, with each message shortened.
 
     The block's exception and warnings are printed as ``show_error`` prints them (to stdout,
     never to stderr), each cut to its first ``lines`` lines (``None``: whole), and every

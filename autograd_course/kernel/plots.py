@@ -1,6 +1,6 @@
 """Pictures for the gradient-descent lesson: a function with the SGD iterates marked.
 
->>> from autograd_course.plots import sgd_trajectory
+>>> from autograd_course.kernel.plots import sgd_trajectory
 >>> [round(x, 6) for x in sgd_trajectory(lambda x: x**4 + x**2 + 10 * x, lr=0.05, steps=3)]
 [0.0, -0.5, -0.925, -1.174209]
 

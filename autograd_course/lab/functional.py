@@ -8,7 +8,7 @@ module holds the tedious parts, timing and drawing, written once:
   tensors (name -> tensor), such as per-sample gradients computed two ways;
 - **per-sample gradients, timed**: :func:`per_sample_speed` times a loop and a vectorised
   version on batches of several sizes (medians, measured in turn with
-  :func:`autograd_course.cost.compare_times`), :func:`speed_table` shows the result;
+  :func:`autograd_course.lab.cost.compare_times`), :func:`speed_table` shows the result;
 - **Jacobians, timed**: :func:`jacobian_sweep` times ``torch.func.jacrev`` and
   ``torch.func.jacfwd`` over a grid of input sizes ``n`` and output sizes ``m``;
   :func:`jacobian_table` and :func:`plot_jacobian_sweep` show it.
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import torch
 
-from autograd_course.cost import compare_times
+from autograd_course.lab.cost import compare_times
 
 Tensors = Mapping[str, torch.Tensor]
 
@@ -94,7 +94,7 @@ def per_sample_speed(
     """Time ``loop(*batch)`` and ``vectorised(*batch)`` for batches of each size.
 
     ``make_batch(size)`` returns the arguments, e.g. ``(x, y)``. For each size the two are
-    measured in turn, round after round (:func:`autograd_course.cost.compare_times`), and
+    measured in turn, round after round (:func:`autograd_course.lab.cost.compare_times`), and
     the medians of ``repeats`` rounds after ``warmup`` untimed ones are kept.
     """
     rows = []
@@ -148,7 +148,7 @@ def jacobian_sweep(
 
     ``make_function(n, m)`` returns ``(f, x)``: a function from ``n`` numbers to ``m``
     numbers and an input of shape ``(n,)``. The two transforms are measured in turn
-    (:func:`autograd_course.cost.compare_times`), medians of ``repeats`` rounds; the rows
+    (:func:`autograd_course.lab.cost.compare_times`), medians of ``repeats`` rounds; the rows
     come out n by n, and within one n, m by m.
     """
     from torch.func import jacfwd, jacrev

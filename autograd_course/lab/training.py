@@ -5,7 +5,7 @@ to read; this module holds what they should not have to read: making the data, m
 how much of the autograd graph a tensor keeps alive, and drawing.
 
 >>> import torch
->>> from autograd_course.training import graph_size, saved_bytes
+>>> from autograd_course.lab.training import graph_size, saved_bytes
 >>> w = torch.ones(3, requires_grad=True)
 >>> total = 0.0
 >>> for _ in range(2):
@@ -149,7 +149,7 @@ def plot_newton_vs_sgd(
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from autograd_course.plots import iterates_inside
+    from autograd_course.kernel.plots import iterates_inside
 
     fig, axes = plt.subplots(len(runs), 2, figsize=(9.2, 3.0 * len(runs)), squeeze=False,
                              width_ratios=(3, 2))

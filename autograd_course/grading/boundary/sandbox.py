@@ -7,11 +7,9 @@ an **allowlist** (:func:`allowlist`): nothing of the host is there unless it is 
 - read-only: the system's programs and libraries (:data:`SYSTEM`: ``/usr`` and the top-level
   links or folders into it), a few files of ``/etc`` (:data:`ETC`: the dynamic linker's
   cache, fonts, time zone), the CPU topology in ``/sys`` that torch reads, the Python
-  installation and the environment's site-packages, and of this package only its kernel
-  side (:data:`KERNEL_SIDE`: the agent that answers the judge, the checks and hints the
-  notebooks import, the lessons' display helpers). The grader (``grading/``: the judge, the
-  tests' checks and reference computations), the test kit, and the lesson tools that do part
-  of what an assignment asks (``cost``, ``engine_pictures``, ``training``) are not there;
+  installation and the environment's site-packages, and of this package only its
+  ``__init__.py`` and its ``kernel/`` folder (:data:`PACKAGE_MOUNTS`). The grader
+  (``grading/``), the test kit (``testkit/``) and the lesson tools (``lab/``) are not there;
 - written by the course: an ``/etc/passwd`` and ``/etc/group`` that name only the kernel's
   user, root and nobody;
 - writable, each a file system of its own with a size: the working folder (a copy of the
@@ -20,7 +18,7 @@ an **allowlist** (:func:`allowlist`): nothing of the host is there unless it is 
   with the submission) and ``/dev/shm``; the folder of its sockets, which the grader locks
   once the kernel is up (:func:`lock_sockets`). Everything else, ``/`` and ``/dev``
   included, is read-only;
-- a system-call filter (:mod:`autograd_course.seccomp`, cold and warm, sandboxed or not):
+- a system-call filter (:mod:`autograd_course.kernel.seccomp`, cold and warm, sandboxed or not):
   keyrings, ptrace, bpf, perf, io_uring, mounts and new namespaces are refused with
   ``EPERM``; where it cannot be had (:func:`seccomp_on`), every grade record says so
   (:data:`SECCOMP_OFF`). A kernel's user is never lent while Linux holds a key of it
@@ -72,10 +70,9 @@ from pathlib import Path
 import autograd_course
 
 NOBODY = 65534
-#: What of this package a grading kernel sees: everything else in it is the grader's.
-KERNEL_SIDE = ("__init__.py", "agent.py", "wire.py", "checks.py", "answer_forms.py", "hints",
-               "lessons.py", "graphs.py", "plots.py", "memory.py", "streams.py", "zygote.py",
-               "seccomp.py")
+#: What of this package a kernel sees: its ``__init__.py`` and the ``kernel/`` folder, by name
+#: (whatever is put in ``kernel/`` becomes visible to students: test_kernel_isolation guards it).
+PACKAGE_MOUNTS = ("__init__.py", "kernel")
 PACKAGE = Path(autograd_course.__file__).resolve().parent
 #: The system's programs and libraries, read-only (a link, as in merged-/usr systems, is made
 #: as the same link).
@@ -219,7 +216,7 @@ def allowlist(private: Sequence[Path] = ()) -> dict[str, list[str]]:
         "/sys (read-only)": [n for n in SYS if Path(n).exists()],
         "Python (read-only)": [str(p) for p in python_paths(private)
                                if not _within(p, [Path(n) for n in SYSTEM])],
-        "this package (read-only)": [str(PACKAGE / n) for n in KERNEL_SIDE
+        "this package (read-only)": [str(PACKAGE / n) for n in PACKAGE_MOUNTS
                                      if (PACKAGE / n).exists()],
     }
 
@@ -320,7 +317,7 @@ def kernel_python() -> list[str]:
     off the import path while the kernel starts, so that a submitted ``ipykernel_launcher.py``,
     ``IPython/`` or ``zmq/`` is not what starts; once the kernel runs, the folder is put first
     on the path, as in Jupyter, for the student's own modules. Its stdout and stderr send
-    what a cell prints in messages of a bounded size (:mod:`autograd_course.streams`)."""
+    what a cell prints in messages of a bounded size (:mod:`autograd_course.kernel.streams`)."""
     return [sys.executable, "-P", "-m", "ipykernel_launcher", "-f", "{connection_file}",
             *kernel_options()]
 
@@ -329,10 +326,10 @@ def kernel_python() -> list[str]:
 def kernel_options() -> tuple[str, ...]:
     """ipykernel's options of every grading kernel: before the notebook, the working folder on
     the import path; outputs in chunks. (Its own session keyring it joined before the
-    system-call filter: :func:`seccomp_launcher`, :mod:`autograd_course.zygote`.)"""
+    system-call filter: :func:`seccomp_launcher`, :mod:`autograd_course.kernel.zygote`.)"""
     start = "__import__('sys').path.insert(0, '')"
     return (f"--IPKernelApp.exec_lines={start}",
-            "--IPKernelApp.outstream_class=autograd_course.streams.ChunkedOutStream")
+            "--IPKernelApp.outstream_class=autograd_course.kernel.streams.ChunkedOutStream")
 
 
 def kernel_environment() -> dict[str, str]:
@@ -401,7 +398,7 @@ def _filter_option(folders: Folders) -> list[str]:
     The program is a file of the grader's (``base``, never bound into the sandbox)."""
     if not seccomp_on():
         return []
-    from autograd_course import seccomp
+    from autograd_course.kernel import seccomp
 
     folders.filter.write_bytes(seccomp.assemble())
     return ["--seccomp", str(FILTER_FD)]
@@ -422,9 +419,9 @@ SECCOMP_OFF = ("seccomp off: the student's kernel ran without the system-call fi
 @functools.cache
 def seccomp_on() -> bool:
     """Whether grading kernels run under the system-call filter here: a process installs it
-    and checks that it refuses keyctl (``python -m autograd_course.seccomp --probe``)."""
+    and checks that it refuses keyctl (``python -m autograd_course.kernel.seccomp --probe``)."""
     try:
-        done = subprocess.run([sys.executable, "-P", "-m", "autograd_course.seccomp",
+        done = subprocess.run([sys.executable, "-P", "-m", "autograd_course.kernel.seccomp",
                                "--probe"], capture_output=True, timeout=30,
                               env={**os.environ, **package_environment()})
     except (OSError, subprocess.TimeoutExpired):
@@ -436,7 +433,7 @@ def seccomp_launcher() -> list[str]:
     """The start of a cold kernel's command line: a small Python that joins a session keyring
     of its own, installs the filter (where :func:`seccomp_on`; it stops if that fails) and
     execs the rest, ipykernel, under it."""
-    return [sys.executable, "-P", "-m", "autograd_course.seccomp",
+    return [sys.executable, "-P", "-m", "autograd_course.kernel.seccomp",
             *(["--filter"] if seccomp_on() else []), "--"]
 
 
@@ -445,7 +442,7 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"
 
 
 def zygote_command(spool: Path, *, private: Sequence[Path] = ()) -> list[str] | None:
-    """The argv of a zygote (:mod:`autograd_course.zygote`): the fixed part of every kernel's
+    """The argv of a zygote (:mod:`autograd_course.kernel.zygote`): the fixed part of every kernel's
     sandbox, with ``spool`` (where each kernel's folders are made, under ``/tmp``) bound in at
     its own path; one thread per pool. None where bubblewrap cannot run.
 
@@ -467,7 +464,7 @@ def zygote_command(spool: Path, *, private: Sequence[Path] = ()) -> list[str] | 
     argv += [*_sealed(), "--chdir", "/", *_setenv(env)]
     if os.geteuid() != 0:
         argv += ["--unshare-user", "--cap-drop", "ALL"]
-    return [*argv, sys.executable, "-P", "-m", "autograd_course.zygote",
+    return [*argv, sys.executable, "-P", "-m", "autograd_course.kernel.zygote",
             *(["--seccomp"] if seccomp_on() else [])]
 
 
@@ -523,11 +520,11 @@ class _Tree:
             if not _within(path, system + bound):
                 self.bind(path)
                 bound.append(path)
-        # The package: an empty folder with only its kernel side bound in (no __pycache__:
-        # its compiled modules would carry the rest).
+        # The package: an empty folder with its __init__.py and kernel/ bound in (not the
+        # package's own __pycache__: its compiled modules would carry the rest).
         self.folder(PACKAGE.parent)
         argv += ["--perms", "0755", "--tmpfs", str(PACKAGE)]
-        for name in KERNEL_SIDE:
+        for name in PACKAGE_MOUNTS:
             if (PACKAGE / name).exists():
                 argv += ["--ro-bind", str(PACKAGE / name), str(PACKAGE / name)]
         argv += ["--remount-ro", str(PACKAGE)]  # not even a zygote's root writes there

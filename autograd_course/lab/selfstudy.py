@@ -16,9 +16,9 @@ notebook opened from ``release/``, or fetched with the Assignment List under the
   line that starts with :data:`NOT_HERE`: submit it through the Assignment List instead.
 
 The cell imports this module only when ``NBGRADER_EXECUTION`` is unset (nbgrader sets it while
-it grades or validates): a sandboxed grading kernel sees only the kernel side of the package
-(``grading/sandbox.py``'s ``KERNEL_SIDE``), which this module is not part of, and the judge
-runs the locked cells too. The function also checks that variable.
+it grades or validates): a sandboxed grading kernel sees only the package's ``kernel/``, which
+this module (in ``lab/``) is not part of, and the judge runs the locked cells too. The
+function also checks that variable.
 
 >>> check_saved_notebook("01_gradients", environ={})  # doctest: +ELLIPSIS
 This check runs in JupyterLab (save the notebook, then run this cell); in a terminal at ...

@@ -1,7 +1,7 @@
 """A warm parent of grading kernels (kernel side): torch imported once, a kernel forked each time.
 
-The grader (:mod:`autograd_course.grading.warm`) starts this module once per grading worker,
-inside the sandbox's fixed part (bubblewrap: the allowlist of :mod:`.grading.sandbox`, no
+The grader (:mod:`autograd_course.grading.boundary.warm`) starts this module once per grading
+worker, inside the sandbox's fixed part (bubblewrap: the allowlist of :mod:`.grading.sandbox`, no
 network, its own PID namespace). It imports only what a grading kernel imports (torch,
 numpy, ipykernel, this package's kernel side), primes torch (one autograd pass and one
 ``torch.optim`` step, which loads ``torch._dynamo``), and then answers the grader's requests
@@ -26,7 +26,7 @@ runs in a child, which before it runs anything of the notebook
    the system-call filter and reaps orphans until the kernel ends;
 5. drops to the kernel's user (every capability, the bounding set included, and
    ``no_new_privs``), joins a session keyring of its own and installs the system-call filter
-   (:mod:`autograd_course.seccomp`; no mount or new namespace from here on), when the zygote
+   (:mod:`autograd_course.kernel.seccomp`; no mount or new namespace from here on), when the zygote
    was started with ``--seccomp``;
 6. sets its resource limits (address space, CPU seconds, file size, descriptors, processes;
    the address space a cold kernel gets, plus what priming torch added to the zygote's);
@@ -50,7 +50,7 @@ import signal
 import sys
 import time
 
-from autograd_course import seccomp
+from autograd_course.kernel import seccomp
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
@@ -162,9 +162,9 @@ def _load() -> None:
     import torch  # noqa: F401
     from ipykernel.kernelapp import IPKernelApp  # noqa: F401
 
-    import autograd_course.agent  # noqa: F401
-    import autograd_course.memory  # noqa: F401
-    import autograd_course.streams  # noqa: F401
+    import autograd_course.kernel.agent  # noqa: F401
+    import autograd_course.kernel.memory  # noqa: F401
+    import autograd_course.kernel.streams  # noqa: F401
 
 
 def _prime() -> int:

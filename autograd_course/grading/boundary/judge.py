@@ -6,7 +6,7 @@ notebook that holds what the locked cells define (run here as well as in the ker
 the grader's own torch and check helpers. A name the test reads and the judge does not
 define is asked of the kernel at that point of the notebook (:class:`Namespace`):
 
-- a value comes back as plain data (:mod:`autograd_course.wire`), decoded into objects the
+- a value comes back as plain data (:mod:`autograd_course.kernel.wire`), decoded into objects the
   judge makes itself, so nothing the kernel sends can run code here or lie to a comparison;
 - a function becomes a :class:`RemoteFunction`: calling it sends the arguments into the
   kernel (pickled; the test's own functions travel by value), and the result comes back as
@@ -28,7 +28,7 @@ kernel, decides the points. Whatever a test cell raises, ``SystemExit`` and othe
 ``BaseException`` included, is that test's failure; only ``KeyboardInterrupt`` passes.
 
 Decoding a reply never imports and never looks up a name the kernel chose but in the judge's
-fixed tables (:mod:`autograd_course.wire`; :data:`BUILTIN_ERRORS` for a student's exception):
+fixed tables (:mod:`autograd_course.kernel.wire`; :data:`BUILTIN_ERRORS` for a student's exception):
 a module the kernel names is the judge's own only when the judge already holds it
 (:func:`_held_module`), else an inert :class:`Handle`.
 """
@@ -55,12 +55,12 @@ from dataclasses import dataclass, field, replace
 import cloudpickle
 import torch
 
-from autograd_course import checks
-from autograd_course.agent import CALLBACK, MIME, Agent
-from autograd_course.checks import CheckError, StudentError
 from autograd_course.grading import record
 from autograd_course.grading.containment import describe
-from autograd_course.wire import Decoder, Handle, RemoteFunction, ReplyError
+from autograd_course.kernel import checks
+from autograd_course.kernel.agent import CALLBACK, MIME, Agent
+from autograd_course.kernel.checks import CheckError, StudentError
+from autograd_course.kernel.wire import Decoder, Handle, RemoteFunction, ReplyError
 
 _BUILTINS = frozenset(vars(builtins))
 MESSAGE_LIMIT = 300  # characters of a student's exception message shown in feedback
@@ -159,7 +159,7 @@ class InProcessLink:
 
     def memory(self) -> int:
         """The 'kernel's private memory: this process's."""
-        from autograd_course.memory import own_private_bytes
+        from autograd_course.kernel.memory import own_private_bytes
 
         return own_private_bytes()
 
@@ -179,7 +179,7 @@ class JupyterLink:
     """A real kernel, reached with its own blocking client over the shell channel.
 
     Each request is a silent ``execute_request`` whose ``user_expressions`` evaluates
-    :func:`autograd_course.agent.serve`; the reply is matched by message id and nonce, must
+    :func:`autograd_course.kernel.agent.serve`; the reply is matched by message id and nonce, must
     arrive before the deadline and stay under ``limit`` bytes. The request allows stdin: an
     ``input_request`` of that request whose prompt is a callback (:data:`CALLBACK`) is
     answered with ``answer(prompt)`` while the judge waits; any other is answered with
@@ -188,7 +188,7 @@ class JupyterLink:
 
     def __init__(self, kernel_manager, limit: int, alive: Callable[[], bool],
                  pid: Callable[[], int | None] = lambda: None):
-        from autograd_course.grading.kernel import judge_client
+        from autograd_course.grading.boundary.provision import judge_client
 
         self.alive, self.pid = alive, pid
         self.limit = limit
@@ -198,8 +198,8 @@ class JupyterLink:
 
     def memory(self) -> int:
         """The kernel's memory, all its processes together, as Linux reports it
-        (:func:`~autograd_course.memory.tree_memory_bytes`: a fork hides nothing)."""
-        from autograd_course.memory import tree_memory_bytes
+        (:func:`~autograd_course.kernel.memory.tree_memory_bytes`: a fork hides nothing)."""
+        from autograd_course.kernel.memory import tree_memory_bytes
 
         pid = self.pid()
         if pid is None:
@@ -211,7 +211,7 @@ class JupyterLink:
 
     def request(self, payload: str, timeout: float,
                 answer: Callable[[str], str] | None = None) -> dict:
-        expression = ("__import__('autograd_course.agent', fromlist=['serve'])"
+        expression = ("__import__('autograd_course.kernel.agent', fromlist=['serve'])"
                       f".serve('{payload}')")
         msg_id = self.client.execute("", silent=True, store_history=False, allow_stdin=True,
                                      user_expressions={"reply": expression})
@@ -430,7 +430,7 @@ class Session:
         return Verdict(True, stdout=out.getvalue(), notes=self._notes)
 
     def note(self, diagnosis: str, message: str) -> None:
-        """A diagnosis that costs no points (see :func:`autograd_course.checks._fact`): shown
+        """A diagnosis that costs no points (see :func:`autograd_course.kernel.checks._fact`): shown
         with the running test's result, once."""
         if (diagnosis, message) not in self._notes:
             self._notes.append((diagnosis, message))
@@ -723,15 +723,15 @@ MAX_CALLBACK_BYTES = 16 * 2**20
 
 class Proxy:
     """What the kernel gets for a test's function or Function class (:meth:`Session.proxy`):
-    it unpickles there as :func:`autograd_course.agent.proxy_callable` or
-    :func:`~autograd_course.agent.proxy_function` of its token and public name, nothing
+    it unpickles there as :func:`autograd_course.kernel.agent.proxy_callable` or
+    :func:`~autograd_course.kernel.agent.proxy_function` of its token and public name, nothing
     else."""
 
     def __init__(self, token: str, kind: str, name: str):
         self.token, self.kind, self.name = token, kind, name
 
     def __reduce__(self):
-        from autograd_course import agent
+        from autograd_course.kernel import agent
 
         make = agent.proxy_function if self.kind == "function" else agent.proxy_callable
         return make, (self.token, self.name)

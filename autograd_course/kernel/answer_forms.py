@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import torch
 
-from autograd_course.checks import CheckError, _what_it_is, check_number
+from autograd_course.kernel.checks import CheckError, _what_it_is, check_number
 
 
 def check_byte_count(actual, expected: int, name: str = "result", *, reveal: bool = False,
@@ -20,7 +20,7 @@ def check_byte_count(actual, expected: int, name: str = "result", *, reveal: boo
 
     Saved tensors returned instead of a number, a float, or a tensor are refused with a
     message that says what to return. ``mistakes`` are ``(wrong_count, diagnosis, message)``
-    triples, as for :func:`autograd_course.checks.check_number`.
+    triples, as for :func:`autograd_course.kernel.checks.check_number`.
     """
     items = actual if isinstance(actual, list | tuple) else ()
     if isinstance(actual, torch.Tensor) or any(isinstance(t, torch.Tensor) for t in items):

@@ -1,7 +1,7 @@
 """Pictures of a computation graph that show the value and the gradient of every node.
 
 Lesson 07 builds a scalar autograd engine (a ``Value`` class) and compares it with PyTorch.
-The pictures of :mod:`autograd_course.graphs` (torchviz) show a graph's structure only; the
+The pictures of :mod:`autograd_course.kernel.graphs` (torchviz) show a graph's structure only; the
 pictures here show the numbers as well:
 
 - :func:`draw_engine` draws the graph of the lesson's engine. It reads nodes by duck typing,
@@ -14,10 +14,10 @@ pictures here show the numbers as well:
   (``Tensor.register_hook``), or else from ``.grad`` (leaves, and tensors that called
   ``retain_grad()``).
 
-With Graphviz's ``dot`` installed both return a :class:`autograd_course.graphs.Picture` (a
+With Graphviz's ``dot`` installed both return a :class:`autograd_course.kernel.graphs.Picture` (a
 PNG, with the text rendering as its plain text); without it they print
-:data:`autograd_course.graphs.INSTALL_HINT` and return a text rendering (:class:`EngineText`,
-:class:`TorchText`), as :func:`autograd_course.graphs.draw_graph` does.
+:data:`autograd_course.kernel.graphs.INSTALL_HINT` and return a text rendering (:class:`EngineText`,
+:class:`TorchText`), as :func:`autograd_course.kernel.graphs.draw_graph` does.
 
 >>> class Node:  # any object with these attributes will do
 ...     def __init__(self, data, prev=(), op="", label=""):
@@ -37,7 +37,7 @@ from collections.abc import Mapping
 
 import torch
 
-from autograd_course.graphs import INSTALL_HINT, Picture, dot_available
+from autograd_course.kernel.graphs import INSTALL_HINT, Picture, dot_available
 
 LEAF_COLOUR = "lightblue"  # the colours torchviz uses: blue leaves, a green output
 OUTPUT_COLOUR = "darkolivegreen1"
@@ -168,7 +168,7 @@ class EngineText:
 def draw_engine(output):
     """Draw the graph of an engine's ``output`` with the data and grad of every node.
 
-    A :class:`~autograd_course.graphs.Picture` of :func:`engine_graph` when Graphviz's
+    A :class:`~autograd_course.kernel.graphs.Picture` of :func:`engine_graph` when Graphviz's
     ``dot`` is installed; otherwise the install hint is printed and an :class:`EngineText`
     is returned.
     """
@@ -307,7 +307,7 @@ def draw_torch(output: torch.Tensor, named: Mapping[str, torch.Tensor],
                grads: Mapping[str, torch.Tensor] | None = None):
     """Draw a torch graph after ``backward()`` with the values and gradients of ``named``.
 
-    A :class:`~autograd_course.graphs.Picture` of :func:`torch_graph` when Graphviz's ``dot``
+    A :class:`~autograd_course.kernel.graphs.Picture` of :func:`torch_graph` when Graphviz's ``dot``
     is installed; otherwise the install hint is printed and a :class:`TorchText` is
     returned.
     """

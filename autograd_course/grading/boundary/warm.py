@@ -2,10 +2,10 @@
 
 A cold grading kernel is a new Python process in bubblewrap that imports torch (and, at its
 first optimiser step, ``torch._dynamo``): about half of grading a submission. A
-:class:`Zygote` does that once: it is :mod:`autograd_course.zygote` started in the sandbox's
+:class:`Zygote` does that once: it is :mod:`autograd_course.kernel.zygote` started in the sandbox's
 fixed part (:func:`.sandbox.zygote_command`), and for each notebook it forks a child that
 makes its own namespaces, file systems, user, limits and seeds before it starts the kernel
-(the steps are listed in :mod:`autograd_course.zygote`). :class:`WarmProvisioner` is
+(the steps are listed in :mod:`autograd_course.kernel.zygote`). :class:`WarmProvisioner` is
 jupyter_client's provisioner of such a kernel, so nbclient and the judge talk to it as to any
 other.
 
@@ -34,7 +34,7 @@ from pathlib import Path
 
 from jupyter_client.provisioning import LocalProvisioner
 
-from autograd_course.grading import sandbox
+from autograd_course.grading.boundary import sandbox
 
 #: Seconds a zygote may take to import and prime torch, on a loaded machine.
 START_SECONDS = 120
@@ -47,15 +47,16 @@ class ZygoteError(RuntimeError):
 
 
 class Zygote:
-    """A warm parent of grading kernels (:mod:`autograd_course.zygote`) in the sandbox's fixed
-    part, which hides ``private``. Each kernel's folders are made under :attr:`spool`.
+    """A warm parent of grading kernels (:mod:`autograd_course.kernel.zygote`) in the
+    sandbox's fixed part, which hides ``private``. Each kernel's folders are made under
+    :attr:`spool`.
 
     It is started here and becomes ready (imports and primes torch) on its own: see
     :meth:`wait`. The thread that makes it must outlive it (bubblewrap's ``--die-with-parent``
     ends it with that thread)."""
 
     def __init__(self, private: tuple[Path, ...]):
-        # under /tmp, which each forked kernel covers with its own (autograd_course.zygote)
+        # under /tmp, which each forked kernel covers with its own (autograd_course.kernel.zygote)
         self.spool = Path(tempfile.mkdtemp(
             prefix=f"{sandbox.KERNEL_FOLDERS}{os.getpid()}-zygote-", dir="/tmp"))
         os.chmod(self.spool, 0o755)

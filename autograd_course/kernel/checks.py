@@ -21,20 +21,20 @@ NotImplementedError()`` into it, and a visible test cell that meets that stub or
 answer cell never defined shows it as one red line too (:func:`_short_errors_in_test_cells`).
 
 >>> import torch
->>> from autograd_course.checks import check_tensor
+>>> from autograd_course.kernel.checks import check_tensor
 >>> check_tensor(torch.tensor([2.0, 4.0]), torch.tensor([2.0, 4.0]), name="x.grad")
 >>> check_tensor(torch.tensor([4.0, 8.0]), torch.tensor([2.0, 4.0]), name="x.grad")
 Traceback (most recent call last):
 ...
-autograd_course.checks.CheckError: x.grad is twice the right value: ...
+autograd_course.kernel.checks.CheckError: x.grad is twice the right value: ...
 
 Two places run these checks. In a student's own kernel (and in ``nbgrader validate``) a test
 cell runs as written. When the course grades, a test cell runs in the judge
-(:mod:`autograd_course.grading.judge`), outside the student's kernel: the student's names are
-then stand-ins that fetch values from the kernel or call functions there
-(:class:`~autograd_course.wire.RemoteFunction`), :func:`run_answer` and :func:`in_kernel`
+(:mod:`autograd_course.grading.boundary.judge`), outside the student's kernel: the student's
+names are then stand-ins that fetch values from the kernel or call functions there
+(:class:`~autograd_course.kernel.wire.RemoteFunction`), :func:`run_answer` and :func:`in_kernel`
 send calls into the kernel, the autograd facts of a tensor are those the kernel reported
-(:func:`~autograd_course.wire.facts`), and :func:`fresh` draws from the judge's seeded
+(:func:`~autograd_course.kernel.wire.facts`), and :func:`fresh` draws from the judge's seeded
 generator. Test code reads the same either way.
 """
 
@@ -50,8 +50,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from autograd_course import memory
-from autograd_course.wire import Handle, facts
+from autograd_course.kernel import memory
+from autograd_course.kernel.wire import Handle, facts
 
 #: The judge running the current test cell, when it runs in the judge (None in a kernel).
 JUDGE: ContextVar = ContextVar("autograd_course_judge", default=None)

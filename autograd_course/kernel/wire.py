@@ -363,7 +363,7 @@ _NOT_SIMPLE = object()
 
 class Handle:
     """An object that stays in the student's kernel (judge side). Pass it to a student's
-    function or to :func:`autograd_course.checks.in_kernel`; it cannot be read here."""
+    function or to :func:`autograd_course.kernel.checks.in_kernel`; it cannot be read here."""
 
     def __init__(self, session, handle: int, type_name: str):
         self._session, self._handle, self.type_name = session, handle, type_name

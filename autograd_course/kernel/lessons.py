@@ -1,7 +1,7 @@
 """Small helpers the lesson notebooks share: reproducible randomness and showing mistakes.
 
 >>> import torch
->>> from autograd_course.lessons import show_error
+>>> from autograd_course.kernel.lessons import show_error
 >>> with show_error():
 ...     torch.tensor([1.0, 2.0], requires_grad=True).numpy()
 RuntimeError: Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.
