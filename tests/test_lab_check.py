@@ -39,6 +39,8 @@ PLACES = {"release": f"release/{ASSIGNMENT}/{ASSIGNMENT}.ipynb",
 RESULT = re.compile(r"^\s*(PASS|FAIL) \S+: |^\s*total: ")
 #: The check cell as JupyterLab shows it, and its outputs.
 CHECK_CELL = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell:has-text('check_saved_notebook')"
+#: The name of the notebook's kernel in its toolbar ("No Kernel" until its session has one).
+KERNEL_NAME = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Toolbar-kernelName"
 #: The notebook's kernel, idle.
 IDLE = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook-ExecutionIndicator[data-status='idle']"
 
@@ -72,7 +74,10 @@ def lab_check(browser, lab, place: str, screenshot: Path) -> tuple[str, float]:
         page.goto(f"{lab.base}/lab/workspaces/check-{screenshot.stem}/tree/{place}?reset")
         cell = page.locator(CHECK_CELL)
         cell.wait_for(timeout=90_000)
-        page.wait_for_selector(IDLE, timeout=90_000)  # the kernel is up
+        # the kernel is up, and the notebook's session has it: a cell run while JupyterLab
+        # still shows "No Kernel" is silently not run (seen under a whole suite's load)
+        page.wait_for_selector(IDLE, timeout=90_000)
+        page.locator(KERNEL_NAME).filter(has_text="Python 3").wait_for(timeout=90_000)
         cell.scroll_into_view_if_needed()
         cell.locator(".jp-InputPrompt").click()
         cell.and_(page.locator(".jp-mod-selected")).wait_for(timeout=30_000)
