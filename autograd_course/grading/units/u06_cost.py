@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from autograd_course.kernel.answer_forms import (  # noqa: F401 (the visible tests' checks, re-exported)
+from autograd_course.kernel.checks import CheckError
+from autograd_course.kernel.checks.answer_forms import (  # noqa: F401 (the visible tests' checks, re-exported)
     check_byte_count,
     check_choices_format,
     check_names_format,
 )
-from autograd_course.kernel.checks import CheckError
 
 
 def check_saved_names(given: set[str], expected: Iterable[str], name: str = "saved_names", *,

@@ -1,4 +1,4 @@
-"""Checks of an answer's form, for the visible tests (kernel side, like :mod:`.checks`).
+"""Checks of an answer's form, for the visible tests (kernel side, like the other checks).
 
 A byte count, a set of names and a list of choices: what assignment 06's visible tests check
 before any value counts, in the learner's kernel and in the judge alike. The checks that
@@ -11,7 +11,8 @@ from collections.abc import Sequence
 
 import torch
 
-from autograd_course.kernel.checks import CheckError, _what_it_is, check_number
+from autograd_course.kernel.checks.errors import CheckError, _what_it_is
+from autograd_course.kernel.checks.values import check_number
 
 
 def check_byte_count(actual, expected: int, name: str = "result", *, reveal: bool = False,
