@@ -17,7 +17,8 @@ import nbformat
 import pytest
 import torch  # noqa: F401 - the judge's tests below import it anyway; loaded once here
 
-from autograd_course.grading.boundary.judge import InProcessLink, Session
+from autograd_course.grading.boundary.judge import Session
+from autograd_course.grading.boundary.links import InProcessLink
 from autograd_course.grading.containment import GradingStopped, contained, describe
 from autograd_course.kernel.checks import StudentError
 

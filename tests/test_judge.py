@@ -12,13 +12,9 @@ import pytest
 import torch
 from support.inprocess import run_judged
 
-from autograd_course.grading.boundary import judge as judging
-from autograd_course.grading.boundary.judge import (
-    AnswerError,
-    AuthoringError,
-    InProcessLink,
-    Session,
-)
+from autograd_course.grading.boundary import links, naming
+from autograd_course.grading.boundary.judge import AuthoringError, Session
+from autograd_course.grading.boundary.links import AnswerError, InProcessLink
 from autograd_course.kernel import checks
 from autograd_course.kernel.checks import StudentError
 from autograd_course.kernel.wire import Handle, RemoteFunction, facts
@@ -303,7 +299,7 @@ def test_no_record_a_kernel_sends_makes_the_judge_import_or_escape(tmp_path, mon
     import base64
     import sys
 
-    from autograd_course.grading.boundary.judge import AnswerError
+    from autograd_course.grading.boundary.links import AnswerError
     from autograd_course.kernel.checks import StudentError
     from autograd_course.kernel.wire import RemoteException, ReplyError
 
@@ -428,7 +424,7 @@ def test_a_kernel_that_floods_or_never_reads_its_input_requests_fails_its_test()
     go through in 2 s is the test's failure."""
     import zmq
 
-    from autograd_course.grading.boundary.judge import JupyterLink
+    from autograd_course.grading.boundary.links import JupyterLink
 
     class NeverRead:
         def input(self, value):
@@ -439,20 +435,20 @@ def test_a_kernel_that_floods_or_never_reads_its_input_requests_fails_its_test()
     request = {"msg_type": "input_request", "content": {"prompt": "name? "}}
     with pytest.raises(AnswerError, match="does not read the answers"):
         link._answer_input(request, None)
-    link.inputs = judging.MAX_CALLBACKS
+    link.inputs = links.MAX_CALLBACKS
     with pytest.raises(AnswerError, match="asked for input more than"):
         link._answer_input(request, None)
 
 
 @pytest.mark.parametrize("name", ["UnicodeDecodeError", "UnicodeEncodeError", "ExceptionGroup"])
 def test_a_builtin_error_with_other_arguments_still_arrives_as_the_students(name):
-    error = judging.student_error("q1", {"type": name, "message": "bad byte",
-                                       "builtins": [name, "ValueError", "Exception"]})
+    error = naming.student_error("q1", {"type": name, "message": "bad byte",
+                                      "builtins": [name, "ValueError", "Exception"]})
     assert isinstance(error, StudentError) and error.type_name == name
 
 
 def test_the_course_own_modules_are_never_handed_to_a_test_by_a_reply():
     import autograd_course.grading.boundary.judge  # noqa: F401 - held by the judge, not handed out
 
-    assert judging._held_module("autograd_course.grading.boundary.judge") is None
-    assert judging._held_module("torch") is torch
+    assert naming._held_module("autograd_course.grading.boundary.judge") is None
+    assert naming._held_module("torch") is torch

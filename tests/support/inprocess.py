@@ -2,7 +2,7 @@
 
 ``run_local`` runs the cells in one namespace, as a student's own kernel does (test cells
 included): the student's experience of the visible checks. ``run_judged`` runs the student's
-cells in an in-process 'kernel' (:class:`~autograd_course.grading.boundary.judge.InProcessLink`) and
+cells in an in-process 'kernel' (:class:`~autograd_course.grading.boundary.links.InProcessLink`) and
 the test cell in the judge, through the same encoding, decoding and handles as real grading:
 the grader's verdict, without a kernel process.
 """
@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 import nbformat
 
-from autograd_course.grading.boundary.judge import InProcessLink, Session, Verdict
+from autograd_course.grading.boundary.judge import Session, Verdict
+from autograd_course.grading.boundary.links import InProcessLink
 
 HIDDEN = "### BEGIN HIDDEN TESTS"
 

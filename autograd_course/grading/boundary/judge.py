@@ -1,49 +1,21 @@
-"""The judge: run test cells in the grader's own process, reading the student's kernel as data.
+"""The judge: runs a notebook's test cells in the grader's process, reading the kernel as data.
 
-A notebook is graded by two processes. The student's kernel (sandboxed, see :mod:`.sandbox`)
-runs the student's cells. The judge, here, runs the test cells: in a fresh namespace per
-notebook that holds what the locked cells define (run here as well as in the kernel), with
-the grader's own torch and check helpers. A name the test reads and the judge does not
-define is asked of the kernel at that point of the notebook (:class:`Namespace`):
-
-- a value comes back as plain data (:mod:`autograd_course.kernel.wire`), decoded into objects the
-  judge makes itself, so nothing the kernel sends can run code here or lie to a comparison;
-- a function becomes a :class:`RemoteFunction`: calling it sends the arguments into the
-  kernel (pickled; the test's own functions travel by value), and the result comes back as
-  data, with the state of every argument after the call (an in-place change is seen);
-- anything else stays in the kernel as a :class:`Handle`, which a later call can take.
-
-Every value that comes back remembers the kernel's object: passing it into a later call
-hands the kernel its original (with graph, ``.grad`` and aliasing). The judge's own objects
-(a test's inputs, its ground truths) only ever travel as copies, and nothing the kernel does
-or says changes them, so an expected value computed from them after a call is still the
-truth; what a call did to the kernel's copy of an argument is read with :meth:`Session.current`.
-Expected values and grader secrets never enter the kernel; a test function sent there must not
-carry an expected value (:meth:`Session.check_not_sent` enforces it), and one that holds what the
-student may not know (a drawn bug, drawn parameters) goes as a proxy (:meth:`Session.proxy`):
-the kernel gets a token and a name, and its calls come back here, answered for this test only.
-
-:meth:`Session.run_test` turns one test cell into a :class:`Verdict`. The judge, not the
-kernel, decides the points. Whatever a test cell raises, ``SystemExit`` and other
-``BaseException`` included, is that test's failure; only ``KeyboardInterrupt`` passes.
-
-Decoding a reply never imports and never looks up a name the kernel chose but in the judge's
-fixed tables (:mod:`autograd_course.kernel.wire`; :data:`BUILTIN_ERRORS` for a student's exception):
-a module the kernel names is the judge's own only when the judge already holds it
-(:func:`_held_module`), else an inert :class:`Handle`.
+A :class:`Session` runs the locked and test cells here, in a
+:class:`~autograd_course.grading.boundary.namespace.Namespace` whose missing names are asked of
+the student's kernel over a link (:mod:`.links`), and decides each test cell's :class:`Verdict`.
+Rules: replies are data, never code (:mod:`.naming`); the judge's own objects travel only as
+copies; no expected value enters the kernel, and what the student may not know goes as a proxy
+(:mod:`.proxies`); whatever a test cell raises but ``KeyboardInterrupt`` is that test's failure.
+Why: docs/security.md, "Test cells run in the judge".
 """
 
 from __future__ import annotations
 
 import base64
-import builtins
 import contextlib
-import functools
 import hashlib
 import hmac
 import io
-import math
-import queue
 import re
 import secrets
 import time
@@ -56,284 +28,26 @@ import cloudpickle
 import torch
 
 from autograd_course.grading import record
+from autograd_course.grading.boundary.links import (
+    MAX_CALLBACK_BYTES,
+    MAX_CALLBACKS,
+    AnswerError,
+    KernelDied,
+)
+from autograd_course.grading.boundary.namespace import Namespace
+from autograd_course.grading.boundary.naming import _held_module, student_error
+from autograd_course.grading.boundary.proxies import Proxy, _callback_arguments, _FunctionCalls
 from autograd_course.grading.containment import describe
 from autograd_course.kernel import checks
-from autograd_course.kernel.agent import CALLBACK, MIME, Agent
+from autograd_course.kernel.agent import CALLBACK
 from autograd_course.kernel.checks import CheckError, StudentError
 from autograd_course.kernel.wire import Decoder, Handle, RemoteFunction, ReplyError
 
-_BUILTINS = frozenset(vars(builtins))
 MESSAGE_LIMIT = 300  # characters of a student's exception message shown in feedback
-
-
-#: Exceptions of the student's code that do not arrive as their own type: those that steer the
-#: interpreter rather than report an error.
-NOT_AS_THEMSELVES = frozenset({"BaseException", "Exception", "SystemExit", "KeyboardInterrupt",
-                               "GeneratorExit", "StopIteration", "StopAsyncIteration"})
-
-
-#: The builtin exception types a student's exception may arrive as, by name: a fixed table of
-#: the judge's own builtins, the only place a type name the kernel sends is looked up.
-BUILTIN_ERRORS: dict[str, type[Exception]] = {
-    name: value for name, value in vars(builtins).items()
-    if isinstance(value, type) and issubclass(value, Exception) and name not in NOT_AS_THEMSELVES
-}
-
-
-@functools.cache
-def _error_class_of(name: str) -> type[StudentError]:
-    try:
-        return type(name, (StudentError, BUILTIN_ERRORS[name]), {"__module__": __name__})
-    except TypeError:  # a layout the two cannot share (OSError's, UnicodeError's)
-        return StudentError
-
-
-def _error_class(name: str) -> type[StudentError]:
-    """The judge's class for a student's exception of the builtin type ``name``: it is that
-    type and a :class:`StudentError` (made here from :data:`BUILTIN_ERRORS`, never from
-    anything the kernel sends), or :class:`StudentError` alone for any other name."""
-    return _error_class_of(name) if name in BUILTIN_ERRORS else StudentError
-
-
-def _text(value, default: str, limit: int) -> str:
-    """A string field of a reply, cut to ``limit``; ``default`` for anything but a string."""
-    return value[:limit] if isinstance(value, str) else default
-
-
-def student_error(label: str, raised: dict) -> StudentError:
-    """A student's exception as the judge raises it: as the most specific builtin type it
-    derives from (so that ``except ValueError:`` catches it, as in nbgrader), and a
-    StudentError. Names are only strings here: what they name is looked up in
-    :data:`BUILTIN_ERRORS` alone."""
-    type_name = _text(raised.get("type"), "Exception", 100)
-    bases = raised.get("builtins")
-    first = _text(bases[0], "", 100) if isinstance(bases, list) and bases else type_name
-    message = _text(raised.get("message"), "", 2000)
-    try:
-        return _error_class(first)(label, type_name, message)
-    except TypeError:  # a builtin whose constructor takes other arguments (UnicodeDecodeError)
-        return StudentError(label, type_name, message)
-
-
-class AnswerError(Exception):
-    """An answer the judge could not get: unreadable, too big, too slow, or a dead kernel."""
-
-
-class KernelDied(AnswerError):
-    """The kernel died (or stopped answering) during a request."""
 
 
 class AuthoringError(Exception):
     """A test that breaks the judge's rules (e.g. sends an expected value into the kernel)."""
-
-
-# --- links to a kernel -----------------------------------------------------------------
-
-
-class InProcessLink:
-    """A 'kernel' in this process: an :class:`Agent` over a plain namespace (for tests).
-
-    Replies go through JSON exactly as a real kernel's do, so that encoding and decoding are
-    the same; only the process boundary (and so the sandbox) is missing.
-    """
-
-    def __init__(self, namespace: dict | None = None):
-        import json
-
-        self.namespace = {"__name__": "__main__"} if namespace is None else namespace
-        self.agent = Agent(self.namespace)
-        self._json = json
-
-    def run_cell(self, source: str) -> BaseException | None:
-        """Run a student's cell in the namespace; return its exception, if any."""
-        try:
-            with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                exec(compile(source, "<cell>", "exec"), self.namespace)
-        except Exception as exc:  # noqa: BLE001 - the student's error, as the kernel has it
-            return exc
-        return None
-
-    def close(self) -> None:
-        """Nothing to release: the 'kernel' is this process."""
-
-    def memory(self) -> int:
-        """The 'kernel's private memory: this process's."""
-        from autograd_course.kernel.memory import own_private_bytes
-
-        return own_private_bytes()
-
-    def request(self, payload: str, timeout: float,
-                answer: Callable[[str], str] | None = None) -> dict:
-        """Serve one request; a proxy's callback during it is ``answer(prompt)``, called
-        directly (the prompt and the answer are the same text a kernel's would be)."""
-        self.agent.ask = answer or _no_callbacks
-        try:
-            bundle = self.agent.serve(payload)._repr_mimebundle_()
-        finally:
-            self.agent.ask = _no_callbacks
-        return self._json.loads(self._json.dumps(bundle[MIME]))
-
-
-class JupyterLink:
-    """A real kernel, reached with its own blocking client over the shell channel.
-
-    Each request is a silent ``execute_request`` whose ``user_expressions`` evaluates
-    :func:`autograd_course.kernel.agent.serve`; the reply is matched by message id and nonce, must
-    arrive before the deadline and stay under ``limit`` bytes. The request allows stdin: an
-    ``input_request`` of that request whose prompt is a callback (:data:`CALLBACK`) is
-    answered with ``answer(prompt)`` while the judge waits; any other is answered with
-    end-of-file.
-    """
-
-    def __init__(self, kernel_manager, limit: int, alive: Callable[[], bool],
-                 pid: Callable[[], int | None] = lambda: None):
-        from autograd_course.grading.boundary.provision import judge_client
-
-        self.alive, self.pid = alive, pid
-        self.limit = limit
-        self.client = judge_client(kernel_manager, limit)
-        self.stdin = _connected_stdin(self.client)
-        self.inputs = 0  # input requests answered (a kernel's own included)
-
-    def memory(self) -> int:
-        """The kernel's memory, all its processes together, as Linux reports it
-        (:func:`~autograd_course.kernel.memory.tree_memory_bytes`: a fork hides nothing)."""
-        from autograd_course.kernel.memory import tree_memory_bytes
-
-        pid = self.pid()
-        if pid is None:
-            raise AnswerError("the kernel's memory cannot be measured here")
-        try:
-            return tree_memory_bytes(pid)
-        except Exception as exc:  # noqa: BLE001 - the kernel is gone, or /proc unreadable
-            raise AnswerError(f"the kernel's memory could not be read ({exc})") from None
-
-    def request(self, payload: str, timeout: float,
-                answer: Callable[[str], str] | None = None) -> dict:
-        expression = ("__import__('autograd_course.kernel.agent', fromlist=['serve'])"
-                      f".serve('{payload}')")
-        msg_id = self.client.execute("", silent=True, store_history=False, allow_stdin=True,
-                                     user_expressions={"reply": expression})
-        deadline = time.monotonic() + timeout
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                self._interrupt()
-                raise AnswerError(f"no answer within {timeout:.0f} s (an endless loop?)")
-            try:
-                channel = self._ready(min(left, 1.0))
-                if channel is None:
-                    raise queue.Empty
-                reply = channel.get_msg(timeout=0)
-            except queue.Empty:  # check that the kernel is still there
-                if not self.alive():
-                    raise KernelDied("the kernel died (a crash, os._exit or a signal)") from None
-                continue
-            except Exception as exc:  # a message over the limits (kernel.BoundedSession)
-                raise AnswerError(f"the kernel's answer could not be read ({exc})") from None
-            if reply.get("parent_header", {}).get("msg_id") != msg_id:
-                continue
-            if channel is self.stdin:
-                self._answer_input(reply, answer)
-                continue
-            break
-        if reply.get("content", {}).get("status") != "ok":
-            raise AnswerError("the kernel could not answer")
-        result = reply.get("content", {}).get("user_expressions", {}).get("reply", {})
-        if result.get("status") != "ok":
-            name = str(result.get("ename", "an error"))[:100]
-            raise AnswerError(f"the kernel could not answer ({name})")
-        content = result.get("data", {}).get(MIME)
-        if not isinstance(content, dict):
-            raise AnswerError("the kernel's answer was not readable")
-        return content
-
-    def _ready(self, timeout: float):
-        """The channel with a message waiting (stdin first), or None after ``timeout``."""
-        import zmq
-
-        poller = zmq.Poller()
-        shell = self.client.shell_channel
-        for channel in (self.stdin, shell):
-            if channel is not None:
-                poller.register(channel.socket, zmq.POLLIN)
-        ready = dict(poller.poll(int(timeout * 1000)))
-        for channel in (self.stdin, shell):
-            if channel is not None and channel.socket in ready:
-                return channel
-        return None
-
-    def _answer_input(self, message: dict, answer: Callable[[str], str] | None) -> None:
-        """Answer the kernel's ``input_request``: a callback's with ``answer``, any other (a
-        student's own ``input()``) with end-of-file."""
-        import zmq
-
-        self.inputs += 1
-        if self.inputs > MAX_CALLBACKS:
-            raise AnswerError(f"the kernel asked for input more than {MAX_CALLBACKS} times")
-        content = message.get("content")
-        prompt = content.get("prompt") if isinstance(content, dict) else None
-        value = "\x04"
-        if (message.get("msg_type") == "input_request" and answer is not None
-                and isinstance(prompt, str) and prompt.startswith(CALLBACK)):
-            value = answer(prompt)
-        try:
-            self.client.input(value)  # the stdin socket's send times out (_connected_stdin)
-        except zmq.Again:
-            raise AnswerError("the kernel does not read the answers to its input requests"
-                              ) from None
-
-    def _interrupt(self) -> None:
-        """Interrupt the running call (an ``interrupt_request``, as the kernelspec asks)."""
-        with contextlib.suppress(Exception):
-            message = self.client.session.msg("interrupt_request", content={})
-            self.client.control_channel.send(message)
-
-    def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.client.stop_channels()
-            self.client.context.destroy(linger=0)
-
-
-class Namespace(dict):
-    """The globals of test code: the judge's own names first, then the student's kernel.
-
-    Builtins resolve before anything the kernel defines (a missing name raises KeyError so
-    that Python falls back to builtins), and a name the kernel does not define either is a
-    NameError, as usual. Nothing fetched is cached: each read sees the kernel as it is now.
-    """
-
-    def __init__(self, session: Session):
-        super().__init__(__name__="__judge__", __builtins__=builtins)
-        self.session = session
-        self.deleted: set[str] = set()
-
-    def __missing__(self, name: str):
-        if name in _BUILTINS or name.startswith("__"):
-            raise KeyError(name)
-        return self.session.fetch(name)
-
-    def __delitem__(self, name: str):
-        """``del NAME`` in a test: of a name the test bound, here; of the student's, in the
-        kernel, as in nbgrader (later reads, here and in the kernel, find it missing)."""
-        if dict.__contains__(self, name):
-            dict.__delitem__(self, name)
-        elif name in _BUILTINS or name.startswith("__"):
-            raise KeyError(name)
-        else:
-            self.session.delete(name)
-            self.deleted.add(name)
-
-    def __setitem__(self, name: str, value):
-        """A test's assignment binds the name here, for the tests; putting a kernel object
-        back under a name the test deleted restores it in the kernel too, as in nbgrader."""
-        if name in self.deleted and self.session.handle_of(value) is not None:
-            self.session.bind(name, value)
-            self.deleted.discard(name)
-            dict.pop(self, name, None)
-        else:
-            dict.__setitem__(self, name, value)
 
 
 @dataclass
@@ -436,7 +150,7 @@ class Session:
             self._notes.append((diagnosis, message))
 
     def kernel_memory(self) -> int:
-        """The kernel's memory in bytes (:meth:`JupyterLink.memory`), read from outside it,
+        """The kernel's memory in bytes (:meth:`.links.JupyterLink.memory`), read from outside it,
         after the kernel gave back what it had freed (a kernel that does not only counts
         more)."""
         self._request({"op": "trim"})
@@ -714,146 +428,9 @@ class Session:
                                      "value (in its closure or defaults): compute it apart")
 
 
-# --- proxies ------------------------------------------------------------------------------
-
-#: Bounds of the callbacks of one test: their number, and the size of one call's arguments.
-MAX_CALLBACKS = 100_000
-MAX_CALLBACK_BYTES = 16 * 2**20
-
-
-class Proxy:
-    """What the kernel gets for a test's function or Function class (:meth:`Session.proxy`):
-    it unpickles there as :func:`autograd_course.kernel.agent.proxy_callable` or
-    :func:`~autograd_course.kernel.agent.proxy_function` of its token and public name, nothing
-    else."""
-
-    def __init__(self, token: str, kind: str, name: str):
-        self.token, self.kind, self.name = token, kind, name
-
-    def __reduce__(self):
-        from autograd_course.kernel import agent
-
-        make = agent.proxy_function if self.kind == "function" else agent.proxy_callable
-        return make, (self.token, self.name)
-
-    def __repr__(self) -> str:
-        return f"<the test's {self.name}, called back in the judge>"
-
-
-class _FunctionCalls(dict):
-    """The callbacks of a Function's proxy (a Function of one output): ``forward(*inputs)``
-    and ``backward(*inputs, grad)``, each with a fresh context of the judge's (backward runs
-    forward again first), so that nothing is kept between calls."""
-
-    def __init__(self, function: type):
-        super().__init__(forward=self.forward, backward=self.backward)
-        self.function = function
-
-    def forward(self, *inputs):
-        with torch.no_grad():
-            return self.function.forward(_Context(len(inputs)), *inputs)
-
-    def backward(self, *values):
-        """``values``: the inputs, then the gradient of the (one) output."""
-        if not values:
-            raise ValueError("no gradient")
-        context = _Context(len(values) - 1)
-        with torch.no_grad():
-            self.function.forward(context, *values[:-1])
-            return self.function.backward(context, values[-1])
-
-
-class _Context:
-    """A context for a Function's forward and backward run in the judge."""
-
-    def __init__(self, n: int):
-        self.needs_input_grad = (True,) * n
-        self.saved_tensors: tuple = ()
-
-    def save_for_backward(self, *tensors):
-        self.saved_tensors = tensors
-
-    def mark_non_differentiable(self, *tensors):
-        pass
-
-    def set_materialize_grads(self, value):
-        pass
-
-
-#: The most elements a callback's tensors may have, each and broadcast together.
-MAX_CALLBACK_ELEMENTS = 2**20
-_FLAT = (type(None), bool, int, float)
-
-
-def _callback_arguments(records: list, decoder: Decoder) -> list:
-    """A callback's arguments: each a tensor or a number (no container: a shared structure
-    would cost the judge a walk of every path through it), at most
-    :data:`MAX_CALLBACK_ELEMENTS` elements each and broadcast together (inputs of shapes
-    (n, 1) and (1, n) would make the test's function work on n² elements)."""
-    if len(records) > 16:
-        raise AnswerError("too many arguments for the test's function")
-    args = [decoder.decode(record) for record in records]
-    if not all(isinstance(a, torch.Tensor) or type(a) in _FLAT for a in args):
-        raise AnswerError("the test's functions take tensors and numbers only")
-    shapes = [a.shape for a in args if isinstance(a, torch.Tensor)]
-    sizes = [math.prod(shape) for shape in shapes]
-    try:
-        joint = math.prod(torch.broadcast_shapes(*shapes)) if shapes else 0
-    except RuntimeError:
-        joint = 0  # not broadcastable: the test's function says so itself
-    if max([joint, *sizes]) > MAX_CALLBACK_ELEMENTS or (sizes and joint > max(sizes)):
-        raise AnswerError("the test's function takes tensors of the test's own sizes")
-    return args
-
-
-def _no_callbacks(prompt: str) -> str:
-    import json
-
-    return json.dumps({"error": "no test function can be called now"})
-
-
-def _connected_stdin(client):
-    """The client's stdin channel, once connected (or after 5 s): the kernel routes an
-    ``input_request`` to the judge's identity and drops it while that is not connected."""
-    import zmq
-
-    socket = client.context.socket(zmq.DEALER)
-    socket.linger = 0
-    socket.sndtimeo = 2000  # a kernel that reads no answer never blocks the judge
-    socket.identity = client.session.bsession
-    monitor = socket.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED)
-    try:
-        socket.connect(client._make_url("stdin"))
-        if monitor.poll(5000):
-            monitor.recv_multipart()
-    finally:
-        socket.disable_monitor()
-        monitor.close(linger=0)
-    client._stdin_channel = client.stdin_channel_class(socket, client.session, client.ioloop)
-    return client._stdin_channel
-
-
 # --- helpers -------------------------------------------------------------------------------
 
 _FILE_PART = re.compile(r"^[A-Za-z0-9_+@=,-][A-Za-z0-9 ._+@=,-]{0,127}$")
-
-
-_MODULE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)*")
-
-
-def _held_module(name: str) -> types.ModuleType | None:
-    """The module the judge already holds under ``name`` (a module the student's kernel
-    imported, as a test reads it, as in nbgrader), else None: the kernel's becomes an inert
-    :class:`Handle`. Never an import: only ``sys.modules`` is read, for a public dotted name
-    (no ``__main__``, no private module) whose module says it is that name."""
-    import sys
-
-    if len(name) > 200 or not _MODULE_NAME.fullmatch(name) or name.startswith("autograd_course"):
-        return None  # the course's own modules (the grader's among them) are never handed out
-    module = sys.modules.get(name)
-    if not isinstance(module, types.ModuleType) or vars(module).get("__name__") != name:
-        return None
-    return module
 
 
 def _stamp(value):
@@ -926,5 +503,5 @@ def seed_key(secret: bytes, *parts: str) -> bytes:
     return hmac.new(secret, "\0".join(parts).encode(), hashlib.sha256).digest()
 
 
-__all__ = ["AnswerError", "AuthoringError", "Handle", "InProcessLink", "JupyterLink",
-           "KernelDied", "Namespace", "RemoteFunction", "Session", "Verdict", "seed_key"]
+__all__ = ["AnswerError", "AuthoringError", "Handle", "KernelDied", "RemoteFunction", "Session",
+           "Verdict", "seed_key"]

@@ -1,0 +1,227 @@
+"""Links to a student's kernel: how the judge sends it a request and gets the reply back.
+
+A link serves ``request(payload, timeout, answer)`` (the reply: the agent's data, a dict),
+``memory()`` and ``close()``. :class:`JupyterLink` reaches a real kernel over Jupyter messaging;
+:class:`InProcessLink` is a 'kernel' in this process, for tests, with the same JSON. Rules of a
+real kernel's link: each request has a deadline and its reply a size limit; the kernel's input
+requests are answered only as a proxy's callback (``answer``) or with end-of-file, at most
+:data:`MAX_CALLBACKS` times; an answer that cannot be got is an :class:`AnswerError`
+(:class:`KernelDied` for a dead kernel).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import queue
+import time
+import warnings
+from collections.abc import Callable
+
+from autograd_course.kernel.agent import CALLBACK, MIME, Agent
+
+#: Bounds of the callbacks of one test: their number, and the size of one call's arguments.
+MAX_CALLBACKS = 100_000
+MAX_CALLBACK_BYTES = 16 * 2**20
+
+
+class AnswerError(Exception):
+    """An answer the judge could not get: unreadable, too big, too slow, or a dead kernel."""
+
+
+class KernelDied(AnswerError):
+    """The kernel died (or stopped answering) during a request."""
+
+
+
+class InProcessLink:
+    """A 'kernel' in this process: an :class:`Agent` over a plain namespace (for tests).
+
+    Replies go through JSON exactly as a real kernel's do, so that encoding and decoding are
+    the same; only the process boundary (and so the sandbox) is missing.
+    """
+
+    def __init__(self, namespace: dict | None = None):
+        import json
+
+        self.namespace = {"__name__": "__main__"} if namespace is None else namespace
+        self.agent = Agent(self.namespace)
+        self._json = json
+
+    def run_cell(self, source: str) -> BaseException | None:
+        """Run a student's cell in the namespace; return its exception, if any."""
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                exec(compile(source, "<cell>", "exec"), self.namespace)
+        except Exception as exc:  # noqa: BLE001 - the student's error, as the kernel has it
+            return exc
+        return None
+
+    def close(self) -> None:
+        """Nothing to release: the 'kernel' is this process."""
+
+    def memory(self) -> int:
+        """The 'kernel's private memory: this process's."""
+        from autograd_course.kernel.memory import own_private_bytes
+
+        return own_private_bytes()
+
+    def request(self, payload: str, timeout: float,
+                answer: Callable[[str], str] | None = None) -> dict:
+        """Serve one request; a proxy's callback during it is ``answer(prompt)``, called
+        directly (the prompt and the answer are the same text a kernel's would be)."""
+        self.agent.ask = answer or _no_callbacks
+        try:
+            bundle = self.agent.serve(payload)._repr_mimebundle_()
+        finally:
+            self.agent.ask = _no_callbacks
+        return self._json.loads(self._json.dumps(bundle[MIME]))
+
+
+class JupyterLink:
+    """A real kernel, reached with its own blocking client over the shell channel.
+
+    Each request is a silent ``execute_request`` whose ``user_expressions`` evaluates
+    :func:`autograd_course.kernel.agent.serve`; the reply is matched by message id and nonce, must
+    arrive before the deadline and stay under ``limit`` bytes. The request allows stdin: an
+    ``input_request`` of that request whose prompt is a callback (:data:`CALLBACK`) is
+    answered with ``answer(prompt)`` while the judge waits; any other is answered with
+    end-of-file.
+    """
+
+    def __init__(self, kernel_manager, limit: int, alive: Callable[[], bool],
+                 pid: Callable[[], int | None] = lambda: None):
+        from autograd_course.grading.boundary.provision import judge_client
+
+        self.alive, self.pid = alive, pid
+        self.limit = limit
+        self.client = judge_client(kernel_manager, limit)
+        self.stdin = _connected_stdin(self.client)
+        self.inputs = 0  # input requests answered (a kernel's own included)
+
+    def memory(self) -> int:
+        """The kernel's memory, all its processes together, as Linux reports it
+        (:func:`~autograd_course.kernel.memory.tree_memory_bytes`: a fork hides nothing)."""
+        from autograd_course.kernel.memory import tree_memory_bytes
+
+        pid = self.pid()
+        if pid is None:
+            raise AnswerError("the kernel's memory cannot be measured here")
+        try:
+            return tree_memory_bytes(pid)
+        except Exception as exc:  # noqa: BLE001 - the kernel is gone, or /proc unreadable
+            raise AnswerError(f"the kernel's memory could not be read ({exc})") from None
+
+    def request(self, payload: str, timeout: float,
+                answer: Callable[[str], str] | None = None) -> dict:
+        expression = ("__import__('autograd_course.kernel.agent', fromlist=['serve'])"
+                      f".serve('{payload}')")
+        msg_id = self.client.execute("", silent=True, store_history=False, allow_stdin=True,
+                                     user_expressions={"reply": expression})
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self._interrupt()
+                raise AnswerError(f"no answer within {timeout:.0f} s (an endless loop?)")
+            try:
+                channel = self._ready(min(left, 1.0))
+                if channel is None:
+                    raise queue.Empty
+                reply = channel.get_msg(timeout=0)
+            except queue.Empty:  # check that the kernel is still there
+                if not self.alive():
+                    raise KernelDied("the kernel died (a crash, os._exit or a signal)") from None
+                continue
+            except Exception as exc:  # a message over the limits (kernel.BoundedSession)
+                raise AnswerError(f"the kernel's answer could not be read ({exc})") from None
+            if reply.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            if channel is self.stdin:
+                self._answer_input(reply, answer)
+                continue
+            break
+        if reply.get("content", {}).get("status") != "ok":
+            raise AnswerError("the kernel could not answer")
+        result = reply.get("content", {}).get("user_expressions", {}).get("reply", {})
+        if result.get("status") != "ok":
+            name = str(result.get("ename", "an error"))[:100]
+            raise AnswerError(f"the kernel could not answer ({name})")
+        content = result.get("data", {}).get(MIME)
+        if not isinstance(content, dict):
+            raise AnswerError("the kernel's answer was not readable")
+        return content
+
+    def _ready(self, timeout: float):
+        """The channel with a message waiting (stdin first), or None after ``timeout``."""
+        import zmq
+
+        poller = zmq.Poller()
+        shell = self.client.shell_channel
+        for channel in (self.stdin, shell):
+            if channel is not None:
+                poller.register(channel.socket, zmq.POLLIN)
+        ready = dict(poller.poll(int(timeout * 1000)))
+        for channel in (self.stdin, shell):
+            if channel is not None and channel.socket in ready:
+                return channel
+        return None
+
+    def _answer_input(self, message: dict, answer: Callable[[str], str] | None) -> None:
+        """Answer the kernel's ``input_request``: a callback's with ``answer``, any other (a
+        student's own ``input()``) with end-of-file."""
+        import zmq
+
+        self.inputs += 1
+        if self.inputs > MAX_CALLBACKS:
+            raise AnswerError(f"the kernel asked for input more than {MAX_CALLBACKS} times")
+        content = message.get("content")
+        prompt = content.get("prompt") if isinstance(content, dict) else None
+        value = "\x04"
+        if (message.get("msg_type") == "input_request" and answer is not None
+                and isinstance(prompt, str) and prompt.startswith(CALLBACK)):
+            value = answer(prompt)
+        try:
+            self.client.input(value)  # the stdin socket's send times out (_connected_stdin)
+        except zmq.Again:
+            raise AnswerError("the kernel does not read the answers to its input requests"
+                              ) from None
+
+    def _interrupt(self) -> None:
+        """Interrupt the running call (an ``interrupt_request``, as the kernelspec asks)."""
+        with contextlib.suppress(Exception):
+            message = self.client.session.msg("interrupt_request", content={})
+            self.client.control_channel.send(message)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.client.stop_channels()
+            self.client.context.destroy(linger=0)
+
+
+def _no_callbacks(prompt: str) -> str:
+    import json
+
+    return json.dumps({"error": "no test function can be called now"})
+
+
+def _connected_stdin(client):
+    """The client's stdin channel, once connected (or after 5 s): the kernel routes an
+    ``input_request`` to the judge's identity and drops it while that is not connected."""
+    import zmq
+
+    socket = client.context.socket(zmq.DEALER)
+    socket.linger = 0
+    socket.sndtimeo = 2000  # a kernel that reads no answer never blocks the judge
+    socket.identity = client.session.bsession
+    monitor = socket.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED)
+    try:
+        socket.connect(client._make_url("stdin"))
+        if monitor.poll(5000):
+            monitor.recv_multipart()
+    finally:
+        socket.disable_monitor()
+        monitor.close(linger=0)
+    client._stdin_channel = client.stdin_channel_class(socket, client.session, client.ioloop)
+    return client._stdin_channel
