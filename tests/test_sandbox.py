@@ -20,6 +20,7 @@ import pytest
 from traitlets.config import Config
 
 import autograd_course
+from autograd_course.grading.boundary import folders as kernel_folders
 from autograd_course.grading.boundary import sandbox, warm
 from autograd_course.grading.preprocessors import NOT_SANDBOXED, JudgedExecute
 from autograd_course.kernel import seccomp
@@ -332,7 +333,7 @@ def test_no_network_no_other_processes_no_grader_environment(sandboxed):
                     "grader is root (CI is); otherwise it keeps the grader's uid in a namespace")
 def test_as_root_the_kernel_is_an_unprivileged_user_of_its_own(sandboxed):
     report, _, _ = sandboxed
-    assert report["uid"] in sandbox.KERNEL_UIDS
+    assert report["uid"] in kernel_folders.KERNEL_UIDS
     assert report["shadow"] == "FileNotFoundError"  # not on the allowlist
 
 
@@ -350,7 +351,7 @@ def test_without_the_sandbox_grading_says_so_or_refuses(tmp_path):
 
 
 def test_the_sandbox_command_binds_only_what_it_should(tmp_path):
-    folders = sandbox.prepare_folders(tmp_path / "k")
+    folders = kernel_folders.prepare_folders(tmp_path / "k")
     course = tmp_path / "course"
     course.mkdir()
     argv, sandboxed = sandbox.kernel_command(folders, sandbox.Limits(), private=[course])
@@ -438,24 +439,24 @@ def test_the_kernel_side_imports_only_the_kernel_side(monkeypatch):
 
 
 def test_two_kernels_never_share_a_user():
-    with sandbox.kernel_user() as first, sandbox.kernel_user() as second:
+    with kernel_folders.kernel_user() as first, kernel_folders.kernel_user() as second:
         if os.geteuid() == 0:
-            assert first != second and {first, second} <= set(sandbox.KERNEL_UIDS)
+            assert first != second and {first, second} <= set(kernel_folders.KERNEL_UIDS)
         else:
             assert first is second is None
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the socket folder is locked only as root")
 def test_locking_the_socket_folder_leaves_the_kernel_nothing_to_write(tmp_path):
-    uid = sandbox.KERNEL_UIDS[0]
-    folders = sandbox.prepare_folders(tmp_path / "k", uid)
+    uid = kernel_folders.KERNEL_UIDS[0]
+    folders = kernel_folders.prepare_folders(tmp_path / "k", uid)
     spill = folders.ipc / "spill" / "deeper"
     spill.mkdir(parents=True)
     (spill / "file").write_text("x")
     for path in (folders.ipc / "spill", spill, spill / "file"):
         os.chown(path, uid, uid)
         os.chmod(path, 0o777)
-    sandbox.lock_sockets(folders)
+    kernel_folders.lock_sockets(folders)
     for path in (folders.ipc, folders.ipc / "spill", spill, spill / "file"):
         info = path.stat()
         assert (info.st_uid, info.st_mode & 0o022) == (0, 0), path  # root's, not writable

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from support.judged import grade_cells
 
+from autograd_course.grading.boundary import folders as kernel_folders
 from autograd_course.grading.boundary import sandbox, warm
 from autograd_course.kernel import seccomp
 
@@ -124,7 +125,7 @@ def test_the_launcher_stops_when_the_filter_cannot_be_installed(monkeypatch):
 def test_kernels_are_started_through_the_filter(tmp_path):
     if not sandbox.seccomp_on():
         pytest.skip("no seccomp here")
-    folders = sandbox.prepare_folders(tmp_path / "k")
+    folders = kernel_folders.prepare_folders(tmp_path / "k")
     launcher = sandbox.seccomp_launcher()
     assert launcher[3:] == ["autograd_course.kernel.seccomp", "--filter", "--"]
     for use_sandbox in (True, False):  # bubblewrap's kernel, and the unsandboxed fallback
@@ -141,7 +142,7 @@ def test_bubblewrap_installs_the_filter_on_the_whole_sandbox(tmp_path):
     user of the pool) runs filtered too."""
     if not (sandbox.seccomp_on() and sandbox.bubblewrap()):
         pytest.skip("no seccomp or bubblewrap here")
-    folders = sandbox.prepare_folders(tmp_path / "k")
+    folders = kernel_folders.prepare_folders(tmp_path / "k")
     argv, sandboxed = sandbox.kernel_command(folders, sandbox.Limits())
     assert sandboxed and argv[:4] == ["/bin/sh", "-c", 'exec 9<"$0" && exec "$@"',
                                       str(folders.filter)]
@@ -191,8 +192,8 @@ def test_a_user_that_owns_a_key_is_not_lent(tmp_path, monkeypatch):
     """While a key of a uid lives (here in a session keyring its process holds), the pool
     skips that uid; once the key is gone, it is lent again."""
     first, second = TEST_UIDS
-    monkeypatch.setattr(sandbox, "KERNEL_UIDS", TEST_UIDS)
-    monkeypatch.setattr(sandbox, "USER_LOCKS", tmp_path / "users")
+    monkeypatch.setattr(kernel_folders, "KERNEL_UIDS", TEST_UIDS)
+    monkeypatch.setattr(kernel_folders, "USER_LOCKS", tmp_path / "users")
     read, write = os.pipe()
 
     def plant_and_wait():
@@ -204,16 +205,16 @@ def test_a_user_that_owns_a_key_is_not_lent(tmp_path, monkeypatch):
     holder = _as_user(first, plant_and_wait)
     os.close(read)
     try:
-        assert _wait_until(lambda: sandbox.holds_keys(first))
-        monkeypatch.setattr(sandbox, "_next_user", [0])
-        with sandbox.kernel_user() as uid:
+        assert _wait_until(lambda: kernel_folders.holds_keys(first))
+        monkeypatch.setattr(kernel_folders, "_next_user", [0])
+        with kernel_folders.kernel_user() as uid:
             assert uid == second
     finally:
         os.close(write)
         os.waitpid(holder, 0)
-    assert _wait_until(lambda: not sandbox.holds_keys(first))  # collected with its session
-    monkeypatch.setattr(sandbox, "_next_user", [0])
-    with sandbox.kernel_user() as uid:
+    assert _wait_until(lambda: not kernel_folders.holds_keys(first))  # collected with its session
+    monkeypatch.setattr(kernel_folders, "_next_user", [0])
+    with kernel_folders.kernel_user() as uid:
         assert uid == first
 
 
@@ -258,18 +259,18 @@ def test_where_the_filter_is_off_a_planted_key_never_reaches_the_next_kernel(
     kernel, which the pool would have given the same uid, gets another one, and finds none of
     them. Both records say that the filter was off."""
     monkeypatch.setattr(sandbox, "seccomp_on", lambda: False)
-    monkeypatch.setattr(sandbox, "KERNEL_UIDS", TEST_UIDS)
-    monkeypatch.setattr(sandbox, "USER_LOCKS", tmp_path / "users")
-    assert not any(sandbox.holds_keys(uid) for uid in TEST_UIDS)
+    monkeypatch.setattr(kernel_folders, "KERNEL_UIDS", TEST_UIDS)
+    monkeypatch.setattr(kernel_folders, "USER_LOCKS", tmp_path / "users")
+    assert not any(kernel_folders.holds_keys(uid) for uid in TEST_UIDS)
     try:
-        monkeypatch.setattr(sandbox, "_next_user", [0])
+        monkeypatch.setattr(kernel_folders, "_next_user", [0])
         outputs, state = _grade(tmp_path / "1", "PLANT = True\n" + KEYS, "planter")
         planted = json.loads(outputs[-1]["text"])
         assert planted["uid"] == TEST_UIDS[0]
         assert all(key > 0 for key in planted["found"].values()), planted  # unfiltered
         assert sandbox.SECCOMP_OFF in state["notes"]
-        assert sandbox.holds_keys(TEST_UIDS[0])
-        monkeypatch.setattr(sandbox, "_next_user", [0])  # the same uid comes round
+        assert kernel_folders.holds_keys(TEST_UIDS[0])
+        monkeypatch.setattr(kernel_folders, "_next_user", [0])  # the same uid comes round
         outputs, state = _grade(tmp_path / "2", "PLANT = False\n" + KEYS, "finder")
         found = json.loads(outputs[-1]["text"])
         assert found["uid"] == TEST_UIDS[1]
@@ -278,7 +279,7 @@ def test_where_the_filter_is_off_a_planted_key_never_reaches_the_next_kernel(
     finally:
         for uid in TEST_UIDS:
             _scrub(uid)
-    assert _wait_until(lambda: not any(sandbox.holds_keys(uid) for uid in TEST_UIDS))
+    assert _wait_until(lambda: not any(kernel_folders.holds_keys(uid) for uid in TEST_UIDS))
 
 
 # -- honest work under the filter ---------------------------------------------------------

@@ -18,6 +18,7 @@ import psutil
 import pytest
 from support.judged import grade_cells
 
+from autograd_course.grading.boundary import folders as kernel_folders
 from autograd_course.grading.boundary import sandbox, warm
 
 HOSTILE = r'''
@@ -122,9 +123,9 @@ def test_no_file_and_no_process_is_left_behind(after_a_hostile_kernel):
     # nothing the hostile kernel wrote
     allowed = {Path(p).parts[2] for paths in sandbox.allowlist().values() for p in paths
                if Path(p).parts[1:2] == ("tmp",)}
-    assert [n for n in report["tmp"] if not n.startswith(sandbox.KERNEL_FOLDERS)] == sorted(
+    assert [n for n in report["tmp"] if not n.startswith(kernel_folders.KERNEL_FOLDERS)] == sorted(
         allowed), report["tmp"]
-    assert sum(n.startswith(sandbox.KERNEL_FOLDERS) for n in report["tmp"]) == 1
+    assert sum(n.startswith(kernel_folders.KERNEL_FOLDERS) for n in report["tmp"]) == 1
     assert report["shm"] == []
     assert left == set(), "a process the hostile kernel started outlived it"
     # its own PID namespace: its PID 1 (which reaps orphans) and the kernel
@@ -143,7 +144,7 @@ def test_each_kernel_has_fresh_generators_a_user_of_its_own_and_no_capabilities(
         assert kernel["status"]["NoNewPrivs"] == "1"
         assert all(not value.strip("0") for value in kernel["init"].values()), kernel["init"]
         if os.geteuid() == 0:
-            assert kernel["uid"] in sandbox.KERNEL_UIDS
+            assert kernel["uid"] in kernel_folders.KERNEL_UIDS
     if os.geteuid() == 0:
         assert report["uid"] != third["uid"]
 

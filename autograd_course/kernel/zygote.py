@@ -1,11 +1,11 @@
 """A warm parent of grading kernels (kernel side): torch imported once, a kernel forked each time.
 
 The grader (:mod:`autograd_course.grading.boundary.warm`) starts this module once per grading
-worker, inside the sandbox's fixed part (bubblewrap: the allowlist of :mod:`.grading.sandbox`, no
-network, its own PID namespace). It imports only what a grading kernel imports (torch,
-numpy, ipykernel, this package's kernel side), primes torch (one autograd pass and one
-``torch.optim`` step, which loads ``torch._dynamo``), and then answers the grader's requests
-on its stdin, one JSON line each:
+worker, inside the sandbox's fixed part (bubblewrap: the allowlist of
+:mod:`autograd_course.grading.boundary.sandbox`, no network, its own PID namespace). It
+imports only what a grading kernel imports (torch, numpy, ipykernel, this package's kernel
+side), primes torch (one autograd pass and one ``torch.optim`` step, which loads
+``torch._dynamo``), and then answers the grader's requests on its stdin, one JSON line each:
 
 - ``{"op": "spawn", ...}``: fork a kernel for one notebook (:func:`_child`); the reply is the
   forked process's id in this sandbox's PID namespace;
@@ -35,13 +35,13 @@ runs in a child, which before it runs anything of the notebook
 
 What a child changes (patched modules, ``sys.modules``, ``builtins``, torch, files) stays in
 its own copy of memory and its own file systems; when its kernel ends, its PID namespace ends
-with every process in it.
+with every process in it. The Linux calls (namespaces, mounts, capabilities) are
+:mod:`autograd_course.kernel.linux`'s.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import gc
 import json
 import os
@@ -51,108 +51,43 @@ import sys
 import time
 
 from autograd_course.kernel import seccomp
+from autograd_course.kernel.linux import (
+    CAP_NET_ADMIN,
+    CAP_SETGID,
+    CAP_SETPCAP,
+    CAP_SETUID,
+    CAP_SYS_ADMIN,
+    CLONE_NEWIPC,
+    CLONE_NEWNET,
+    CLONE_NEWNS,
+    CLONE_NEWPID,
+    CLONE_NEWUSER,
+    CLONE_NEWUTS,
+    MS_BIND,
+    MS_MOVE,
+    MS_NODEV,
+    MS_NOEXEC,
+    MS_NOSUID,
+    MS_PRIVATE,
+    MS_REC,
+    PR_CAP_AMBIENT,
+    PR_CAP_AMBIENT_CLEAR_ALL,
+    PR_SET_NO_NEW_PRIVS,
+    PR_SET_PDEATHSIG,
+    bind_read_only,
+    drop_bounding_set,
+    loopback_up,
+    mount,
+    prctl,
+    set_capabilities,
+    status_fields,
+    unshare,
+)
 
-CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
-CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 32, 4096, 8192, 16384, 1 << 18
-MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
-MNT_DETACH = 2
-#: statvfs's flags of a mount (os.ST_*) and mount(2)'s that keep them in a remount.
-_KEPT_FLAGS = ((os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV), (os.ST_NOEXEC, MS_NOEXEC),
-               (os.ST_NOATIME, MS_NOATIME), (os.ST_NODIRATIME, MS_NODIRATIME),
-               (os.ST_RELATIME, MS_RELATIME))
-PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
-PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
-CAP_SETGID, CAP_SETUID, CAP_SETPCAP, CAP_NET_ADMIN, CAP_SYS_ADMIN = 6, 7, 8, 12, 21
 #: What this parent keeps of root's capabilities: what a child needs to mount its file
 #: systems (SYS_ADMIN), to become the kernel's user (SETUID, SETGID), to empty its own
 #: bounding set (SETPCAP) and to bring up its own loopback (NET_ADMIN). A child drops them all.
 KEPT = (CAP_SETGID, CAP_SETUID, CAP_SETPCAP, CAP_NET_ADMIN, CAP_SYS_ADMIN)
-SIOCSIFFLAGS, IFF_UP, IFF_RUNNING = 0x8914, 0x1, 0x40
-
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-class _CapHeader(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-
-class _CapData(ctypes.Structure):
-    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
-                ("inheritable", ctypes.c_uint32)]
-
-
-def _check(result: int, what: str) -> int:
-    if result == -1:
-        code = ctypes.get_errno()
-        raise OSError(code, f"{what}: {os.strerror(code)}")
-    return result
-
-
-def unshare(flags: int) -> None:
-    """Linux's unshare(2) (Python 3.11's ``os`` has none)."""
-    _check(_libc.unshare(flags), "unshare")
-
-
-def mount(source: str | None, target: str, fstype: str | None, flags: int = 0,
-          data: str | None = None) -> None:
-    """Linux's mount(2)."""
-    _check(_libc.mount(_bytes(source), _bytes(target), _bytes(fstype), ctypes.c_ulong(flags),
-                       _bytes(data)), f"mount {target}")
-
-
-def bind_read_only(source: str, target: str, recursive: bool = False) -> None:
-    """Bind ``source`` at ``target``, read-only. The remount keeps the flags the mount has
-    (in a user namespace of its own, Linux refuses a remount that would drop a flag its owner
-    locked: nosuid, nodev, noexec, the atime ones)."""
-    mount(source, target, None, MS_BIND | (MS_REC if recursive else 0))
-    flags = os.statvfs(target).f_flag
-    kept = sum(ms for st, ms in _KEPT_FLAGS if flags & st)
-    mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | kept)
-
-
-def _bytes(text: str | None) -> bytes | None:
-    return None if text is None else os.fsencode(text)
-
-
-def umount(target: str) -> None:
-    _check(_libc.umount2(os.fsencode(target), MNT_DETACH), f"umount {target}")
-
-
-def prctl(option: int, arg: int = 0) -> None:
-    _check(_libc.prctl(option, ctypes.c_ulong(arg), 0, 0, 0), f"prctl {option}")
-
-
-def set_capabilities(caps: tuple[int, ...]) -> None:
-    """Make ``caps`` this process's effective and permitted capabilities, and none other
-    (inheritable: none)."""
-    header = _CapHeader(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3: two 32-bit words
-    data = (_CapData * 2)()
-    for cap in caps:
-        word, bit = divmod(cap, 32)
-        data[word].effective |= 1 << bit
-        data[word].permitted |= 1 << bit
-    _check(_libc.capset(ctypes.byref(header), data), "capset")
-
-
-def last_capability() -> int:
-    with open("/proc/sys/kernel/cap_last_cap") as f:
-        return int(f.read())
-
-
-def drop_bounding_set(keep: tuple[int, ...] = ()) -> None:
-    """Remove every capability but ``keep`` from this process's bounding set."""
-    for cap in range(last_capability() + 1):
-        if cap not in keep:
-            _check(_libc.prctl(PR_CAPBSET_DROP, ctypes.c_ulong(cap), 0, 0, 0), "capbset")
-
-
-def status_fields(*names: str) -> dict[str, str]:
-    """Fields of /proc/self/status (``CapEff``, ``NoNewPrivs``...)."""
-    with open("/proc/self/status") as f:
-        pairs = (line.split(":", 1) for line in f if ":" in line)
-        return {k: v.strip() for k, v in pairs if k in names}
 
 
 # -- the parent ------------------------------------------------------------------------------
@@ -279,7 +214,7 @@ def _child(request: dict) -> int:
                 f.write(text)
     else:
         unshare(flags)
-    _loopback()
+    loopback_up()
     _file_systems(request)
     init = os.fork()
     if init == 0:
@@ -328,16 +263,6 @@ def _init(request: dict) -> int:
     if request.get("seccomp"):
         seccomp.install()
     return _wait_for(kernel)
-
-
-def _loopback() -> None:
-    """Bring up the new network namespace's loopback (and nothing else is there)."""
-    import fcntl
-    import socket
-    import struct
-
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", IFF_UP | IFF_RUNNING))
 
 
 def _tmpfs(target: str, mb: int, mode: str) -> None:

@@ -1,77 +1,41 @@
-"""The sandbox a student's kernel runs in while it is graded: bubblewrap, and limits.
+"""The command line of a grading kernel: bubblewrap's allowlist, environment and limits.
 
-:func:`kernel_command` returns the command line of a grading kernel. With bubblewrap
-(Debian's ``bubblewrap``; ``make`` installs it as root) the kernel's file system is built from
-an **allowlist** (:func:`allowlist`): nothing of the host is there unless it is named.
+:func:`kernel_command` builds a cold kernel's, :func:`zygote_command` the warm kernels'
+parent's (:mod:`autograd_course.kernel.zygote`). Rules (the reasons: docs/security.md):
 
-- read-only: the system's programs and libraries (:data:`SYSTEM`: ``/usr`` and the top-level
-  links or folders into it), a few files of ``/etc`` (:data:`ETC`: the dynamic linker's
-  cache, fonts, time zone), the CPU topology in ``/sys`` that torch reads, the Python
-  installation and the environment's site-packages, and of this package only its
-  ``__init__.py`` and its ``kernel/`` folder (:data:`PACKAGE_MOUNTS`). The grader
-  (``grading/``), the test kit (``testkit/``) and the lesson tools (``lab/``) are not there;
-- written by the course: an ``/etc/passwd`` and ``/etc/group`` that name only the kernel's
-  user, root and nobody;
-- writable, each a file system of its own with a size: the working folder (a copy of the
-  submission's other files, :attr:`Limits.work_mb`), ``/tmp`` (:attr:`Limits.tmp_mb`; the
-  kernel's home and its IPython, Jupyter and matplotlib settings, empty at start: none comes
-  with the submission) and ``/dev/shm``; the folder of its sockets, which the grader locks
-  once the kernel is up (:func:`lock_sockets`). Everything else, ``/`` and ``/dev``
-  included, is read-only;
-- a system-call filter (:mod:`autograd_course.kernel.seccomp`, cold and warm, sandboxed or not):
-  keyrings, ptrace, bpf, perf, io_uring, mounts and new namespaces are refused with
-  ``EPERM``; where it cannot be had (:func:`seccomp_on`), every grade record says so
-  (:data:`SECCOMP_OFF`). A kernel's user is never lent while Linux holds a key of it
-  (:func:`kernel_user`);
-- the kernel starts with ``python -P`` (:func:`kernel_python`): no file of the submission is
-  imported before the kernel is up and watched;
-- the kernel imports this package from where the grader imported it (:data:`PACKAGE`), never
-  another copy: where the environment's Python would find another one (a copy of the course
-  with its own ``autograd_course/`` folder, graded with the environment of another checkout
-  whose editable install points there), :func:`package_environment` puts :data:`PACKAGE`'s
-  folder first on the kernel's ``PYTHONPATH`` (and on the grading children's,
-  :func:`.bounded.context`);
-- no network (``--unshare-net``): it talks to the grader over IPC sockets; its own PID, IPC
-  and UTS namespaces; it dies with the grader; a clean environment (``--clearenv``);
-- when the grader runs as root, a user of its own (a uid from :data:`KERNEL_UIDS`, one per
-  running kernel, :func:`kernel_user`) with no capabilities and ``no_new_privs``; otherwise
-  the grader's user in a user namespace without capabilities;
-- limits from ``prlimit``: address space, CPU seconds, file size, open descriptors
-  (:attr:`Limits.files`) and processes. The process limit counts per user: with a uid per
-  kernel it holds per kernel;
-- a cgroup of its own where the machine has one (:mod:`.cgroups`: memory Linux holds for
-  the kernel counted, processes and CPU bounded), entered before bubblewrap starts
-  (:func:`enter_cgroup`).
-
-Where bubblewrap is missing or cannot start (macOS, a container without user namespaces),
-the kernel runs unsandboxed with the same environment and limits, and every grade record
-says "not sandboxed"; with ``require`` set, grading refuses to run instead. There an honest
-kernel whose grader dies is killed too (``setpriv --pdeathsig``, where util-linux has it),
-but that is no defence: the kernel can undo it, and processes it starts may outlive grading
-with the grader's rights.
+- the file system is an allowlist (:func:`allowlist`): read-only :data:`SYSTEM`, :data:`ETC`,
+  :data:`SYS`, Python (:func:`python_paths`) and of this package only :data:`PACKAGE_MOUNTS`;
+  writable only the working folder, ``/tmp`` and ``/dev/shm`` (each a tmpfs with a size,
+  :class:`Limits`) and the socket folder; ``/`` and ``/dev`` read-only;
+- no network; its own PID, IPC and UTS namespaces; dead with the grader; a clean environment
+  (:func:`kernel_environment`) that imports this package from :data:`PACKAGE`
+  (:func:`package_environment`); ``python -P`` (:func:`kernel_python`); the system-call filter
+  where :func:`seccomp_on` (else every grade record says :data:`SECCOMP_OFF`);
+- as root, a user of its own (:mod:`.folders`) without capabilities, with ``no_new_privs``;
+  otherwise a user namespace without capabilities; ``prlimit``'s limits; its cgroup entered
+  before bubblewrap starts (:func:`enter_cgroup`);
+- without a working bubblewrap (:func:`bubblewrap`), unsandboxed with the same environment and
+  limits, or :class:`SandboxUnavailable` where the sandbox is required.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import functools
 import os
 import shutil
-import stat
 import subprocess
 import sys
 import sysconfig
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import autograd_course
+from autograd_course.grading.boundary.folders import NOBODY, Folders
 
-NOBODY = 65534
 #: What of this package a kernel sees: its ``__init__.py`` and the ``kernel/`` folder, by name
-#: (whatever is put in ``kernel/`` becomes visible to students: test_kernel_isolation guards it).
+#: (whatever is put in ``kernel/`` becomes visible to students: tests/test_layout.py guards it).
 PACKAGE_MOUNTS = ("__init__.py", "kernel")
 PACKAGE = Path(autograd_course.__file__).resolve().parent
 #: The system's programs and libraries, read-only (a link, as in merged-/usr systems, is made
@@ -84,14 +48,6 @@ ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "nsswitch.co
        "mime.types", "fonts", "localtime", "timezone")
 #: What of /sys a kernel reads: the CPU topology (torch sizes its thread pools with it).
 SYS = ("/sys/devices/system/cpu",)
-#: The users grading kernels run as when the grader is root: one per running kernel, so that
-#: the process limit (which counts per user) holds per kernel. Not in the host's passwd.
-KERNEL_UIDS = range(1_990_000_000, 1_990_000_000 + 4096)
-USER_LOCKS = Path("/tmp/autograd-course-kernel-users.d")
-#: The prefix of the host folders of grading kernels (in the temporary folder), followed by
-#: the grading process's id: a folder whose process is gone is swept away
-#: (:func:`sweep_stale_folders`).
-KERNEL_FOLDERS = "autograd-course-kernel-"
 SHM_MB = 16
 
 
@@ -121,35 +77,6 @@ class Limits:
         return (self.memory_mb + self.work_mb + self.tmp_mb + SHM_MB) * 2**20
 
 
-@dataclass(frozen=True)
-class Folders:
-    """The host folders of one grading kernel, under ``base`` (private to the grader).
-
-    ``files`` holds the submission's other files, copied into the kernel's working folder
-    ``work`` when it starts; ``ipc`` holds its sockets and connection file; ``home`` is the
-    unsandboxed kernel's home (a sandboxed one has its home in its own ``/tmp``).
-    """
-
-    base: Path
-    files: Path
-    work: Path
-    ipc: Path
-    home: Path
-
-    @property
-    def output(self) -> Path:
-        """The FIFO the kernel's own stdout and stderr go to (:class:`.kernel.KernelLog`)."""
-        return self.base / "kernel.out"
-
-    @property
-    def log(self) -> Path:
-        """What the grader kept of the kernel's own stdout and stderr."""
-        return self.base / "kernel.log"
-
-    @property
-    def filter(self) -> Path:
-        """The system-call filter bubblewrap installs (:func:`_filter_option`)."""
-        return self.base / "seccomp.bpf"
 
 
 @functools.cache
@@ -344,9 +271,9 @@ def kernel_command(folders: Folders, limits: Limits, *, private: Sequence[Path] 
 
     ``private`` lists folders whose contents the kernel must not see even where they hold a
     folder of its import path (the course root, the exchange, the gradebook's folder); ``uid``
-    is the kernel's own user (:func:`kernel_user`; as root only). Returns the argv and whether
-    it is sandboxed. Raises :class:`SandboxUnavailable` when ``require`` and no bubblewrap
-    works.
+    is the kernel's own user (:func:`.folders.kernel_user`; as root only). Returns the argv and
+    whether it is sandboxed. Raises :class:`SandboxUnavailable` when ``require`` and no
+    bubblewrap works.
     """
     python = [*seccomp_launcher(), *kernel_python()]
     bwrap = bubblewrap() if use_sandbox else None
@@ -528,151 +455,3 @@ class _Tree:
             if (PACKAGE / name).exists():
                 argv += ["--ro-bind", str(PACKAGE / name), str(PACKAGE / name)]
         argv += ["--remount-ro", str(PACKAGE)]  # not even a zygote's root writes there
-
-
-def prepare_folders(base: Path, uid: int | None = None) -> Folders:
-    """Make a kernel's host folders under ``base``; the socket folder is the kernel's (its
-    user's, as root) until :func:`lock_sockets`."""
-    folders = Folders(base, base / "files", base / "work", base / "ipc", base / "home")
-    for path in (folders.files, folders.work, folders.ipc, folders.home):
-        path.mkdir(parents=True)
-    if os.geteuid() == 0:
-        os.chown(folders.ipc, NOBODY if uid is None else uid, NOBODY if uid is None else uid)
-        os.chmod(base, 0o755)
-    return folders
-
-
-def lock_sockets(folders: Folders) -> None:
-    """Once the kernel is up: its socket folder, and everything the kernel made in it (a
-    folder of folders, say), becomes the grader's and read-only to others, so that the kernel
-    can use its sockets but no longer create or grow files there (as root only: otherwise
-    the kernel has the grader's user, and the folder stays writable, each file under the
-    file-size limit). Each folder is locked before it is listed: nothing new appears in it."""
-    if os.geteuid() != 0:
-        return
-    pending = [folders.ipc]
-    while pending:
-        folder = pending.pop()
-        with contextlib.suppress(OSError):
-            os.chown(folder, 0, 0, follow_symlinks=False)
-            os.chmod(folder, 0o755)
-        with contextlib.suppress(OSError), os.scandir(folder) as entries:
-            for entry in entries:
-                with contextlib.suppress(OSError):
-                    mode = entry.stat(follow_symlinks=False).st_mode
-                    if stat.S_ISDIR(mode):
-                        pending.append(Path(entry.path))
-                    elif not stat.S_ISSOCK(mode):  # its sockets stay the kernel's
-                        os.chown(entry.path, 0, 0, follow_symlinks=False)
-                        if not stat.S_ISLNK(mode):
-                            os.chmod(entry.path, 0o644)
-
-
-def owner_gone(name: str, prefix: str) -> bool:
-    """Whether ``name`` is ``prefix`` + a grading process's id + ``-``... and that process is
-    gone (a process that still runs, or is not ours to signal, is not; nor is a name without
-    an id)."""
-    pid = name.removeprefix(prefix).partition("-")[0]
-    if not (name.startswith(prefix) and pid.isdigit() and len(pid) <= 10):
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except (OSError, OverflowError):  # not ours to signal, or not a process id
-        return False
-    return False
-
-
-def sweep_stale_folders(temp: Path | None = None) -> list[Path]:
-    """Remove the host folders of grading kernels (:data:`KERNEL_FOLDERS`) whose grading
-    process is gone: one killed (by a person, or the machine's memory killer) could not clean
-    up after itself. A folder whose process still runs, or whose name says no process, is
-    left. Returns what was removed."""
-    temp = Path(tempfile.gettempdir()) if temp is None else temp
-    removed = []
-    with contextlib.suppress(OSError):
-        for entry in temp.iterdir():
-            if entry.is_symlink() or not entry.is_dir() or not owner_gone(entry.name,
-                                                                          KERNEL_FOLDERS):
-                continue
-            shutil.rmtree(entry, ignore_errors=True)
-            removed.append(entry)
-    return removed
-
-
-_next_user = [os.getpid() * 7919]  # where this process looks for a free user next
-
-
-@contextlib.contextmanager
-def kernel_user() -> Iterator[int | None]:
-    """A user of its own for one grading kernel, while it runs (as root; None otherwise).
-
-    Users are taken from :data:`KERNEL_UIDS` with a lock file each, so that two kernels on
-    this machine, in any grading process, never share one; a process takes them in turn, not
-    the same one again. When the kernel is done, every process left with its user is killed
-    (a fork flood's children, say) before the user is given back.
-    """
-    if os.geteuid() != 0:
-        yield None
-        return
-    USER_LOCKS.mkdir(mode=0o700, exist_ok=True)
-    for _ in range(len(KERNEL_UIDS)):
-        uid = KERNEL_UIDS[_next_user[0] % len(KERNEL_UIDS)]
-        _next_user[0] += 1
-        handle = open(USER_LOCKS / str(uid), "a")  # noqa: SIM115 - held while the kernel runs
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.close()
-            continue
-        if holds_keys(uid):  # an earlier kernel's keys live: not lent while they do
-            handle.close()
-            continue
-        try:
-            _reap(uid)  # a grader killed before it could reap
-            yield uid
-        finally:
-            _reap(uid)
-            handle.close()
-        return
-    raise RuntimeError(f"all {len(KERNEL_UIDS)} kernel users are taken")
-
-
-def holds_keys(uid: int) -> bool:
-    """Whether Linux holds a key that ``uid`` owns (``/proc/key-users``; none where Linux has
-    no keys). A user's keyrings outlive its processes, and one whose owner took away its own
-    write permission cannot be emptied by that user again: a uid that owns any key is not
-    lent (with the filter on, a kernel owns none but its session keyring, gone with it)."""
-    try:
-        with open("/proc/key-users") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return False
-    for line in lines:
-        owner, _, counts = line.partition(":")
-        if owner.strip() == str(uid):
-            return int(counts.split()[1].split("/")[0]) > 0  # usage, then nkeys/ninstantiated
-    return False
-
-
-def _processes_of(uid: int) -> list[int]:
-    found = []
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                if os.stat(entry.path).st_uid == uid:
-                    found.append(int(entry.name))
-    return found
-
-
-def _reap(uid: int, wait: float = 10.0) -> None:
-    """Kill every process of ``uid`` and wait until none is left."""
-    import time
-
-    deadline = time.monotonic() + wait
-    while (pids := _processes_of(uid)) and time.monotonic() < deadline:
-        for pid in pids:
-            with contextlib.suppress(OSError):
-                os.kill(pid, 9)
-        time.sleep(0.05)

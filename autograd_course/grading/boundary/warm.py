@@ -35,6 +35,7 @@ from pathlib import Path
 from jupyter_client.provisioning import LocalProvisioner
 
 from autograd_course.grading.boundary import sandbox
+from autograd_course.grading.boundary.folders import KERNEL_FOLDERS, Folders
 
 #: Seconds a zygote may take to import and prime torch, on a loaded machine.
 START_SECONDS = 120
@@ -58,7 +59,7 @@ class Zygote:
     def __init__(self, private: tuple[Path, ...]):
         # under /tmp, which each forked kernel covers with its own (autograd_course.kernel.zygote)
         self.spool = Path(tempfile.mkdtemp(
-            prefix=f"{sandbox.KERNEL_FOLDERS}{os.getpid()}-zygote-", dir="/tmp"))
+            prefix=f"{KERNEL_FOLDERS}{os.getpid()}-zygote-", dir="/tmp"))
         os.chmod(self.spool, 0o755)
         argv = sandbox.zygote_command(self.spool, private=private)
         if argv is None:
@@ -243,7 +244,7 @@ class WarmProvisioner(LocalProvisioner):
             self.process.send_signal(signum)
 
 
-def request(folders: sandbox.Folders, limits: sandbox.Limits, uid: int | None) -> dict:
+def request(folders: Folders, limits: sandbox.Limits, uid: int | None) -> dict:
     """What a zygote needs to fork one notebook's kernel: its folders (at the paths the grader
     uses), user, limits, environment, thread count and ipykernel's arguments."""
     threads = int(os.environ.get("OMP_NUM_THREADS") or 0) or len(os.sched_getaffinity(0))
