@@ -66,7 +66,7 @@ class Progress:
 
 
 def unpack_zip(course: Course, args) -> list[str]:
-    """Add the submissions of ``args.zip`` to submitted/ (:func:`.intake.unpack_zip`) in the
+    """Add the submissions of ``args.zip`` to submitted/ (:func:`.zips.unpack_zip`) in the
     layout ``args.layout``, with ``args.timestamp`` if given, and say what it did: every
     member is checked before anything is written, an LMS download's ids are mapped through
     the roster's ``lms_user_id``, and a submission already there is replaced only by a newer
@@ -75,7 +75,7 @@ def unpack_zip(course: Course, args) -> list[str]:
     then exits with status 1, naming them."""
     from nbgrader.coursedir import CourseDirectory
 
-    from autograd_course.grading import intake, roster
+    from autograd_course.grading import intake, roster, zips
 
     archive = Path(args.zip)
     limit = int(CourseDirectory(config=course.config).max_file_size) * 1000
@@ -84,7 +84,7 @@ def unpack_zip(course: Course, args) -> list[str]:
                "timezone": timezone}
     try:
         if args.timestamp:
-            options["timestamp"] = intake.given_timestamp(args.timestamp, timezone)
+            options["timestamp"] = zips.given_timestamp(args.timestamp, timezone)
         if args.layout != "course":
             if len(args.assignments) != 1:
                 raise CourseError(f"--layout {args.layout}: name exactly one ASSIGNMENT (an "
@@ -98,7 +98,7 @@ def unpack_zip(course: Course, args) -> list[str]:
                                   "the LMS's ids to student ids (a column lms_user_id)")
             options.update(assignment=args.assignments[0], lms_ids=ids,
                            notebooks=course.notebooks_of(args.assignments[0]))
-        done = intake.unpack_zip(archive, course.directory("submitted"), limit, **options)
+        done = zips.unpack_zip(archive, course.directory("submitted"), limit, **options)
     except intake.IntakeError as exc:
         raise CourseError(str(exc)) from None
     for line in done.lines:
@@ -123,8 +123,7 @@ def misnamed_lines(course: Course, submissions, rename: bool) -> list[str]:
             lines.append(f"{s.student}/{s.assignment}: {intake.shown(wrong[0])} is graded as "
                          f"{notebooks[0]} (--rename-notebook; the file is not changed)")
         else:
-            lines.append(f"{s.student} submitted {', '.join(map(intake.shown, wrong[:3]))}; "
-                         f"the assignment's notebook is {', '.join(notebooks)} (not graded: 0, "
+            lines.append(f"{intake.misnamed_said(s.student, wrong, notebooks)} (not graded: 0, "
                          "as nbgrader gives; --rename-notebook grades a folder's only notebook "
                          "under that name)")
     return lines
@@ -266,63 +265,13 @@ def cmd_grade(args) -> int:
     return 0
 
 
-def late_by(seconds: float) -> str:
-    """``seconds`` late, readable: ``7 d 17 h late (666000 s)`` (the two largest units)."""
-    if seconds < 60:
-        return f"{seconds:g} s late"
-    whole, parts = int(seconds), []
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60), ("s", 1)):
-        if whole >= size or parts:
-            parts.append(f"{whole // size} {unit}")
-            whole %= size
-    kept = [p for p in parts[:2] if not p.startswith("0 ")]
-    return f"{' '.join(kept)} late ({seconds:.0f} s)"
-
-
 def summarise(outcomes, records) -> None:
-    """Print the failed, flagged, unsandboxed and troubled submissions of this run."""
-    from autograd_course.grading.boundary import cgroups, sandbox
-    from autograd_course.grading.preprocessors import NOT_SANDBOXED
+    """Print the failed, flagged, unsandboxed and troubled submissions of this run
+    (:func:`.runner.summary_lines`)."""
+    from autograd_course.grading import runner
 
-    failed = [o for o in outcomes if not o.ok]
-    flagged = [r for r in records if r.flags]
-    not_graded = {(o.submission.student, o.submission.assignment) for o in failed}
-
-    def problems(rec):  # the machine's, said once below, are not the notebook's
-        return [note for note in rec.notes
-                if note not in (NOT_SANDBOXED, sandbox.SECCOMP_OFF, cgroups.NO_CGROUP)]
-
-    troubled = [r for r in records if (r.failure or problems(r)) and not r.flags
-                and (r.student, r.assignment) not in not_graded]
-    unsandboxed = [r for r in records if not r.sandboxed
-                   and (r.student, r.assignment) not in not_graded]
-    print(f"\n{len(outcomes)} submissions graded: {len(failed)} could not be graded (0 "
-          f"points), {len(flagged)} flagged for review, {len(troubled)} graded with a problem")
-    if unsandboxed:
-        print(f"  NOT SANDBOXED: {len(unsandboxed)} notebooks were graded without bubblewrap, "
-              "with the grader's file rights (install bubblewrap, or use --require-sandbox)")
-    if unfiltered := sum(sandbox.SECCOMP_OFF in r.notes for r in records):
-        print(f"  SECCOMP OFF: {unfiltered} notebooks were graded without the kernel's "
-              "system-call filter (Linux on x86_64 with seccomp has it)")
-    if uncounted := sum(cgroups.NO_CGROUP in r.notes for r in records):
-        print(f"  NO CGROUP: {uncounted} notebooks were graded without a cgroup per kernel: "
-              "memory Linux held for a kernel was not counted (grade as root where cgroup "
-              "v2, or v1's memory and pids hierarchies, are writable)")
-    for outcome in outcomes:
-        if outcome.ok and outcome.seconds_late > 0:
-            penalty = sum(p or 0 for p in outcome.penalties.values())
-            print(f"  LATE    {outcome.submission.student}/{outcome.submission.assignment}: "
-                  f"{late_by(outcome.seconds_late)}, penalty {penalty:g}")
-    for outcome in failed:
-        last = (outcome.error.strip().splitlines() or ["unknown error"])[-1]
-        print(f"  FAILED  {outcome.submission.student}/{outcome.submission.assignment}: "
-              f"{safe(last)}")
-    for rec in flagged:
-        print(f"  FLAGGED {rec.student}/{rec.assignment}/{rec.notebook}: {safe(rec.flags[0])}"
-              + (f" (+{len(rec.flags) - 1} more)" if len(rec.flags) > 1 else ""))
-    for rec in troubled:
-        reason = rec.failure or "; ".join(problems(rec))
-        print(f"  PROBLEM {rec.student}/{rec.assignment}/{rec.notebook}: {safe(reason)}")
+    for line in runner.summary_lines(outcomes, records):
+        print(line)
 
 
 def check_notebook(root: Path, notebook: Path, student: str | None = None):
@@ -388,20 +337,8 @@ def cmd_check(args) -> int:
             print(f"  FAILED {safe(str(exc))}", flush=True)
             print(f"autograd-course check: {safe(str(exc))}", file=sys.stderr)
             continue
-        for rec in records:
-            if rec.notebook != notebook.stem:
-                print(f"  {safe(rec.notebook)}.ipynb:")
-            for q in rec.questions:
-                mark = "PASS" if q["passed"] else "FAIL"
-                print(f"  {mark} {q['question']}: {q['score'] or 0:g}/{q['points']:g}"
-                      + (f"  {safe(q['message'])}" if q["message"] else ""))
-            for line in rec.errors:
-                if line.endswith(": NotImplementedError"):
-                    continue  # the blank template: its question already says "not answered"
-                print(f"  error in {safe(line)}")
-            for line in rec.notes + ([rec.failure] if rec.failure else []) + rec.flags:
-                print(f"  note: {safe(line)}")
-            print(f"  total: {rec.score:g}/{rec.max_score:g}")
+        for line in selfcheck.result_lines(records, notebook.stem):
+            print(line)
     return 2 if failed else 0
 
 
@@ -439,8 +376,8 @@ def cmd_demo(args) -> int:
 
 
 def intake_layouts() -> tuple[str, ...]:
-    """The zip layouts ``--layout`` takes (:data:`.intake.LAYOUTS`)."""
-    from autograd_course.grading.intake import LAYOUTS
+    """The zip layouts ``--layout`` takes (:data:`.zips.LAYOUTS`)."""
+    from autograd_course.grading.zips import LAYOUTS
 
     return LAYOUTS
 

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
 import liar  # noqa: E402
 
 from autograd_course import cli
-from autograd_course.grading import record, runner, selfcheck
+from autograd_course.grading import prepared, record, runner, selfcheck
 from autograd_course.grading.course import Course, Submission
 from autograd_course.grading.release import generate
 from autograd_course.testkit import WRONG_ANSWERS
@@ -299,18 +299,18 @@ def checked_course(tmp_path_factory, root):
         shutil.copytree(root / step / ASSIGNMENT, base / step / ASSIGNMENT)
     checked = run("check", f"release/{ASSIGNMENT}/{ASSIGNMENT}.ipynb", cwd=base)
     assert checked.returncode == 0, checked.stderr
-    assert len(list((base / selfcheck.CACHE).glob(f"{ASSIGNMENT}-*"))) == 1
+    assert len(list((base / prepared.CACHE).glob(f"{ASSIGNMENT}-*"))) == 1
     return base
 
 
 def _empty_gradebook(copy: Path) -> None:  # left half-written, or of another course
-    (cached,) = (copy / selfcheck.CACHE).glob(f"{ASSIGNMENT}-*")
+    (cached,) = (copy / prepared.CACHE).glob(f"{ASSIGNMENT}-*")
     (cached / "gradebook.db").write_bytes(b"")
 
 
 def _cache_a_file(copy: Path) -> None:  # a cache that cannot be written
-    shutil.rmtree(copy / selfcheck.CACHE)
-    (copy / selfcheck.CACHE).write_text("not a folder")
+    shutil.rmtree(copy / prepared.CACHE)
+    (copy / prepared.CACHE).write_text("not a folder")
 
 
 @pytest.mark.parametrize("damage", [None, _empty_gradebook, _cache_a_file],
@@ -326,34 +326,34 @@ def test_check_in_a_copied_course_rebuilds_a_cache_that_is_not_its_own(checked_c
     assert "FAIL q1_partials_test: 0/2  NotAnswered" in result.stdout
     assert f"total: 0/{FULL:g}" in result.stdout
     if damage is _cache_a_file:
-        assert (copy / selfcheck.CACHE).read_text() == "not a folder"  # built aside, once
+        assert (copy / prepared.CACHE).read_text() == "not a folder"  # built aside, once
         return
-    (cached,) = (copy / selfcheck.CACHE).glob(f"{ASSIGNMENT}-*")
-    assert json.loads((cached / selfcheck.STAMP).read_text())["root"] == str(copy.resolve())
-    assert not list((copy / selfcheck.CACHE).glob(".*")), "no build or stale copy left"
+    (cached,) = (copy / prepared.CACHE).glob(f"{ASSIGNMENT}-*")
+    assert json.loads((cached / prepared.STAMP).read_text())["root"] == str(copy.resolve())
+    assert not list((copy / prepared.CACHE).glob(".*")), "no build or stale copy left"
 
 
 def test_a_cache_someone_else_could_have_written_is_not_used(checked_course, tmp_path):
-    (cached,) = (checked_course / selfcheck.CACHE).glob(f"{ASSIGNMENT}-*")
+    (cached,) = (checked_course / prepared.CACHE).glob(f"{ASSIGNMENT}-*")
     course = Course.load(checked_course)
-    stamp = json.loads((cached / selfcheck.STAMP).read_text())
-    assert selfcheck.usable(cached, course, ASSIGNMENT, stamp)
+    stamp = json.loads((cached / prepared.STAMP).read_text())
+    assert prepared.usable(cached, course, ASSIGNMENT, stamp)
     planted = tmp_path / "planted"
     shutil.copytree(cached, planted)
-    link = checked_course / selfcheck.CACHE / "link"
+    link = checked_course / prepared.CACHE / "link"
     link.symlink_to(planted)
     try:
-        assert not selfcheck.usable(link, course, ASSIGNMENT, stamp)  # a link to elsewhere
+        assert not prepared.usable(link, course, ASSIGNMENT, stamp)  # a link to elsewhere
     finally:
         link.unlink()
     mode = cached.stat().st_mode
     for writable in (stat.S_IWGRP, stat.S_IWOTH):
         cached.chmod(mode | writable)
         try:
-            assert not selfcheck.usable(cached, course, ASSIGNMENT, stamp)
+            assert not prepared.usable(cached, course, ASSIGNMENT, stamp)
         finally:
             cached.chmod(mode)
-    assert selfcheck.usable(cached, course, ASSIGNMENT, stamp)
+    assert prepared.usable(cached, course, ASSIGNMENT, stamp)
 
 
 def test_a_grading_run_builds_its_bundle_once_per_version_and_only_trusts_its_own(
@@ -361,32 +361,33 @@ def test_a_grading_run_builds_its_bundle_once_per_version_and_only_trusts_its_ow
     copy = checked_course.parent / "copy-bundles"
     shutil.copytree(checked_course, copy, symlinks=True)
     built = []
-    real_prepare = runner.prepare
-    monkeypatch.setattr(runner, "prepare", lambda *a, **k: built.append(1) or real_prepare(*a, **k))
+    real_prepare = prepared.prepare
+    monkeypatch.setattr(prepared, "prepare",
+                        lambda *a, **k: built.append(1) or real_prepare(*a, **k))
     course = Course.load(copy)
-    first = runner.prepared(course, [ASSIGNMENT])
-    assert runner.prepared(course, [ASSIGNMENT]) == first and len(built) == 1  # cached
-    (folder,) = (copy / selfcheck.CACHE).glob("bundle-*")
+    first = prepared.prepared_bundle(course, [ASSIGNMENT])
+    assert prepared.prepared_bundle(course, [ASSIGNMENT]) == first and len(built) == 1  # cached
+    (folder,) = (copy / prepared.CACHE).glob("bundle-*")
     archive = folder / "course.tar.gz"
     data = archive.read_bytes()
     archive.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))  # not the archive it stamped
-    again = runner.prepared(course, [ASSIGNMENT])
+    again = prepared.prepared_bundle(course, [ASSIGNMENT])
     assert again[1] == first[1] and again[0] != data[:-1] + bytes([data[-1] ^ 1])
     assert len(built) == 2
-    (folder,) = (copy / selfcheck.CACHE).glob("bundle-*")
+    (folder,) = (copy / prepared.CACHE).glob("bundle-*")
     folder.chmod(folder.stat().st_mode | stat.S_IWOTH)  # anyone could have written it
-    assert runner.prepared(course, [ASSIGNMENT])[1] == first[1] and len(built) == 3
+    assert prepared.prepared_bundle(course, [ASSIGNMENT])[1] == first[1] and len(built) == 3
     moved = checked_course.parent / "copy-bundles-moved"
     shutil.copytree(copy, moved, symlinks=True)  # a copied course builds its own
-    runner.prepared(Course.load(moved), [ASSIGNMENT])
+    prepared.prepared_bundle(Course.load(moved), [ASSIGNMENT])
     assert len(built) == 4
     source = copy / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     nb = nbformat.read(source, as_version=4)
     nb.cells.append(nbformat.v4.new_markdown_cell("A new version of the assignment."))
     nbformat.write(nb, source)
-    runner.prepared(course, [ASSIGNMENT])  # a new version replaces the old one
-    assert len(built) == 5 and len(list((copy / selfcheck.CACHE).glob("bundle-*"))) == 1
-    assert not list((copy / selfcheck.CACHE).glob(".building-*"))
+    prepared.prepared_bundle(course, [ASSIGNMENT])  # a new version replaces the old one
+    assert len(built) == 5 and len(list((copy / prepared.CACHE).glob("bundle-*"))) == 1
+    assert not list((copy / prepared.CACHE).glob(".building-*"))
 
 
 def test_a_cached_course_that_nbgrader_cannot_use_is_rebuilt_and_the_check_tried_again(
@@ -395,9 +396,9 @@ def test_a_cached_course_that_nbgrader_cannot_use_is_rebuilt_and_the_check_tried
     shutil.copytree(checked_course, copy, symlinks=True)
     _empty_gradebook(copy)
     built = []
-    real_build = selfcheck._build
-    monkeypatch.setattr(selfcheck, "usable", lambda *args: True)  # it passes every check
-    monkeypatch.setattr(selfcheck, "_build",
+    real_build = prepared._build
+    monkeypatch.setattr(prepared, "usable", lambda *args: True)  # it passes every check
+    monkeypatch.setattr(prepared, "_build",
                         lambda *args: built.append(args[0]) or real_build(*args))
     (rec,) = selfcheck.check(copy, copy / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", "ada")
     assert len(built) == 1 and rec.student == "ada" and rec.max_score == FULL
@@ -438,7 +439,7 @@ def test_validate_says_one_line_per_failing_question(root, tmp_path):
     assert lines[3].startswith("  FAIL q4_predict_grads_test: NotAnswered: `predicted` is not "
                                "defined yet"), lines
     assert lines[4:] == ["  3 test cell(s) fail their visible tests"], lines
-    for noise in ("Traceback", "The following cell failed", "run_answer(", "checks.py"):
+    for noise in ("Traceback", "The following cell failed", "run_answer(", "kernel/checks"):
         assert noise not in result.stdout, noise
     nbformat.write(_notebook(root, reference), tmp_path / f"{ASSIGNMENT}.ipynb")
     passed = run("--course", str(root), "validate", f"{ASSIGNMENT}.ipynb", cwd=tmp_path)

@@ -14,7 +14,7 @@ from datetime import datetime
 import pytest
 
 from autograd_course import cli
-from autograd_course.grading import intake
+from autograd_course.grading import intake, zips
 from autograd_course.grading.course import Course
 
 
@@ -49,7 +49,7 @@ def _zip(path, members: dict[str, bytes]):
 def test_a_zip_is_bounded_in_total_and_its_members_by_their_declared_size(tmp_path):
     archive = _zip(tmp_path / "a.zip", {f"s{i}/a/f.ipynb": bytes(600) for i in range(3)})
     with pytest.raises(intake.IntakeError, match="more than 0 MB .at member 's1/a/f.ipynb'"):
-        intake.unpack_zip(archive, tmp_path / "submitted", max_bytes=1000, max_total=1000)
+        zips.unpack_zip(archive, tmp_path / "submitted", max_bytes=1000, max_total=1000)
     assert not (tmp_path / "submitted").exists()  # nothing unpacked
     # a header that says 100 bytes for a member of 5 MB: no more than 100 are read
     forged = _zip(tmp_path / "forged.zip", {"s/a/big.bin": bytes(5 * 10**6)})
@@ -59,7 +59,7 @@ def test_a_zip_is_bounded_in_total_and_its_members_by_their_declared_size(tmp_pa
     data = data.replace(real, (100).to_bytes(4, "little"))
     forged.write_bytes(bytes(data))
     with pytest.raises(intake.IntakeError, match="member 's/a/big.bin' is damaged .Bad CRC"):
-        intake.unpack_zip(forged, tmp_path / "submitted", max_bytes=1000)
+        zips.unpack_zip(forged, tmp_path / "submitted", max_bytes=1000)
     assert list((tmp_path / "submitted").rglob("*")) == []  # nothing unpacked, no staging left
 
 
@@ -103,8 +103,8 @@ def _dated(path, members: dict[str, bytes], when=(2026, 12, 4, 10, 0, 0)):
 
 
 def _unpack(archive, root, **options):
-    return intake.unpack_zip(archive, root / "submitted", 10**6, assignments=[A, "02_chain"],
-                             **options)
+    return zips.unpack_zip(archive, root / "submitted", 10**6, assignments=[A, "02_chain"],
+                           **options)
 
 
 def _files(root):
@@ -173,7 +173,7 @@ def test_a_zip_in_another_layout_writes_nothing_and_names_the_layout(tmp_path, l
                 notebooks=[NB])
     message = str(caught.value)
     assert says in message and f"member '{member}'" in message
-    assert f"not a zip in the {layout} layout ({intake.EXPECTED[layout]})" in message
+    assert f"not a zip in the {layout} layout ({zips.EXPECTED[layout]})" in message
     assert message.endswith("nothing was unpacked")
     assert _files(tmp_path) == ["x.zip"]
 
@@ -224,7 +224,7 @@ def test_zip_dates_are_read_in_the_exchange_timezone_or_utc_fields(tmp_path):
     # an extended-timestamp field (0x5455: flags, UTC mtime) is UTC whatever the zone
     info = zipfile.ZipInfo(f"tess/{A}/{NB}", date_time=(1999, 1, 1, 0, 0, 0))
     info.extra = struct.pack("<HHBi", 0x5455, 5, 1, 1_796_378_400)  # 2026-12-04 10:00 UTC
-    assert intake.member_time(info, "Europe/Berlin") == datetime(2026, 12, 4, 10, 0)
+    assert zips.member_time(info, "Europe/Berlin") == datetime(2026, 12, 4, 10, 0)
 
 
 def test_a_zip_timestamp_txt_is_kept_unless_one_is_given(tmp_path):
@@ -233,15 +233,15 @@ def test_a_zip_timestamp_txt_is_kept_unless_one_is_given(tmp_path):
     _unpack(_dated(tmp_path / "a.zip", members), tmp_path)
     sub = tmp_path / "submitted"
     assert (sub / "rosa" / A / "timestamp.txt").read_text() == "2026-12-01 08:00:00 UTC"
-    given = intake.given_timestamp("2026-12-04T10:00:00+01:00")
+    given = zips.given_timestamp("2026-12-04T10:00:00+01:00")
     _unpack(_dated(tmp_path / "b.zip", {f"uma/{A}/{NB}": b"1",
                                         f"uma/{A}/timestamp.txt": b"2026-12-01 08:00:00 UTC"}),
             tmp_path, timestamp=given)
     assert (sub / "uma" / A / "timestamp.txt").read_text() == "2026-12-04 09:00:00.000000 UTC"
-    assert intake.given_timestamp("2026-12-04 10:00", "Europe/Berlin") == datetime(
+    assert zips.given_timestamp("2026-12-04 10:00", "Europe/Berlin") == datetime(
         2026, 12, 4, 9, 0)
     with pytest.raises(intake.IntakeError, match="--timestamp 'yesterday' is not an ISO 8601"):
-        intake.given_timestamp("yesterday")
+        zips.given_timestamp("yesterday")
     bad = _dated(tmp_path / "c.zip", {f"vic/{A}/{NB}": b"1", f"vic/{A}/timestamp.txt": b"soon"})
     with pytest.raises(intake.IntakeError, match="'soon' is not a timestamp"):
         _unpack(bad, tmp_path)
@@ -298,7 +298,7 @@ def test_one_students_upload_never_stops_an_lms_download(tmp_path):
     with zipfile.ZipFile(archive, "a") as zf:  # uploaded later: kept over A.txt
         zf.writestr(zipfile.ZipInfo("wongtess_48214_4_A.txt", (2026, 12, 4, 11, 0, 0)),
                     "newest")
-    done = intake.unpack_zip(archive, tmp_path / "submitted", 1000, **CANVAS_OPTIONS)
+    done = zips.unpack_zip(archive, tmp_path / "submitted", 1000, **CANVAS_OPTIONS)
     tess = tmp_path / "submitted" / "tess" / A
     assert (tess / NB).read_bytes() == b"tess's again"
     assert sorted(p.name for p in tess.iterdir()) == [NB, "A.txt", "big.bin", "timestamp.txt"]
@@ -359,7 +359,7 @@ def test_a_zip_date_that_is_not_a_date_asks_for_timestamp(tmp_path):
                        "with --timestamp"):
         _unpack(archive, tmp_path)
     assert not (tmp_path / "submitted" / "rosa").exists()
-    given = intake.given_timestamp("2026-12-01T10:00:00+00:00")
+    given = zips.given_timestamp("2026-12-01T10:00:00+00:00")
     _unpack(archive, tmp_path, timestamp=given)  # the instructor's time: no date needed
     assert (tmp_path / "submitted" / "rosa" / A / "timestamp.txt").read_text().startswith(
         "2026-12-01 10:00:00")
@@ -367,7 +367,7 @@ def test_a_zip_date_that_is_not_a_date_asks_for_timestamp(tmp_path):
 
 def test_an_unknown_exchange_timezone_is_refused_not_read_as_local_time():
     with pytest.raises(intake.IntakeError, match="'Mars/Olympus' is not a time zone"):
-        intake.given_timestamp("2026-12-04 10:00", "Mars/Olympus")
+        zips.given_timestamp("2026-12-04 10:00", "Mars/Olympus")
 
 
 def test_a_timestamp_txt_that_is_a_pipe_is_not_read(tmp_path):
@@ -378,20 +378,22 @@ def test_a_timestamp_txt_that_is_a_pipe_is_not_read(tmp_path):
     folder.mkdir(parents=True)
     os.mkfifo(folder / "timestamp.txt")
     found = []
-    reader = threading.Thread(target=lambda: found.append(intake._existing_time(folder)),
+    reader = threading.Thread(target=lambda: found.append(intake.existing_time(folder)),
                               daemon=True)
     reader.start()
     reader.join(60)  # a guard against a hang, not a measure: it returns at once
     assert found == [None]
     (tmp_path / "tess").mkdir()
     (tmp_path / "tess" / "timestamp.txt").write_text("2026-12-05 09:00:00 UTC" + " " * 500)
-    assert intake._existing_time(tmp_path / "tess") == datetime(2026, 12, 5, 9, 0)
+    assert intake.existing_time(tmp_path / "tess") == datetime(2026, 12, 5, 9, 0)
 
 
 def test_the_summary_says_how_late_in_words():
-    assert cli.late_by(666000) == "7 d 17 h late (666000 s)"
-    assert cli.late_by(90) == "1 min 30 s late (90 s)"
-    assert cli.late_by(42.5) == "42.5 s late"
+    from autograd_course.grading import runner
+
+    assert runner.late_by(666000) == "7 d 17 h late (666000 s)"
+    assert runner.late_by(90) == "1 min 30 s late (90 s)"
+    assert runner.late_by(42.5) == "42.5 s late"
 
 
 def test_a_notebook_under_another_name_is_named():

@@ -45,6 +45,7 @@ from datetime import UTC, datetime
 
 from autograd_course.grading.course import Course
 from autograd_course.grading.digests import DigestTable
+from autograd_course.grading.intake import write_files
 
 #: nbgrader's files in a feedback folder.
 SECRET_FILE, TIMESTAMP_FILE = "submission_secret.txt", "timestamp.txt"
@@ -152,8 +153,6 @@ def refresh(course: Course, assignments: list[str], students: list[str] | None =
     gradebook state changed since they were made (see the module), in this process."""
     from nbgrader.apps import NbGraderAPI
 
-    from autograd_course.grading import tasks
-
     done = Refreshed()
     todo = stale(course, assignments, students)
     if not todo:
@@ -168,7 +167,7 @@ def refresh(course: Course, assignments: list[str], students: list[str] | None =
             warnings.simplefilter("ignore")
             when = gb.find_submission(assignment, student).timestamp
         try:
-            tasks.write_files(autograded, nbgrader_files(
+            write_files(autograded, nbgrader_files(
                 present, secret, student, assignment, when.isoformat() if when else None))
         except OSError as exc:
             done.failed.append((assignment, student, f"{type(exc).__name__}: {exc}"))

@@ -9,9 +9,9 @@ course as it arrives (:meth:`.gradebook.Writer.merge`), in the main process only
 gradebook URL works and workers share no files with it.
 
 A kernel that never answers its first request is the grader's failure, not the student's
-(:mod:`.kernel`): its submission is tried once more, and a second time the run stops (exit
-status 2, :class:`GraderFailure`, with the reason) with no score written for it or for any
-submission not merged yet, so that the next run grades them (on this machine, and on a Dask
+(:mod:`.boundary.provision`): its submission is tried once more, and a second time the run
+stops (exit status 2, :class:`GraderFailure`, with the reason) with no score written for it or
+for any submission not merged yet, so that the next run grades them (on this machine, and on a Dask
 cluster, where the worker's task tries it twice). A Ctrl-C stops the
 run at once (:class:`Interrupted`): each submission merged before it stays merged, whole; its
 grading children, and their kernels, are killed (they ignore the terminal's SIGINT
@@ -32,30 +32,27 @@ it are killed, the submission gets 0 and the reason, and the class goes on.
   grades a task whose worker died on another worker; one that has killed too many workers
   (``KilledWorker``) gets 0 and a reason. Workers need the course's environment (this package,
   nbgrader, torch) and bubblewrap, nothing else: no shared file system.
+
+What ``grade`` says of a run at its end is :func:`summary_lines`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
-import json
 import os
-import shutil
 import signal
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from nbgrader.api import MissingEntry
 
-from autograd_course.grading import bounded, gradebook, roster, selfcheck, tasks
+from autograd_course.grading import bounded, gradebook, prepared, roster, tasks
 from autograd_course.grading.course import Course, CourseError, Submission
-from autograd_course.grading.release import prepare
 from autograd_course.grading.tasks import Bundle, Outcome, Task
+from autograd_course.grading.terminal import safe
 
 
 @dataclass
@@ -80,78 +77,18 @@ def bundle_for(course: Course, assignments: list[str], settings: dict) -> Bundle
     need.
 
     It has a SQLite gradebook of its own (made once: nbgrader starts a new gradebook with an
-    ``alembic`` process of about 2 s), and is kept in the course's cache (:func:`prepared`).
+    ``alembic`` process of about 2 s), and is kept in the course's cache
+    (:func:`.prepared.prepared_bundle`).
     The course's gradebook must know each assignment as this source/ defines it: one that
     does not know it yet gets it (as ``autograd-course release`` would do); one that knows
     other graded cells is refused (source/ changed since the release).
     """
     settings = {"secret": course.secret(), "hide_paths": [str(course.root)], **settings}
-    archive, graded_cells = prepared(course, assignments)
+    archive, graded_cells = prepared.prepared_bundle(course, assignments)
     for name in assignments:
         gradebook.register(course, name, graded_cells[name])
     return Bundle(tuple(assignments), archive, settings,
                   {name: len(graded_cells[name]) for name in assignments})
-
-
-def prepared(course: Course, assignments: list[str]) -> tuple[bytes, dict]:
-    """The packed prepared course of ``assignments`` and each one's graded cells (notebook ->
-    cell -> points), built once per version of them and kept in the course's cache folder
-    (:data:`.selfcheck.CACHE`), as the self-check keeps its prepared courses: a cached one is
-    used only when its stamp says it was made from this config and source, for this course
-    root (a course copied or moved with its cache builds its own), by this package and
-    nbgrader, and the archive is the one stamped; the cache must be this user's and no one
-    else's to write. Where the cache cannot be written, it is built for this run only."""
-    names = sorted(assignments)
-    version = hashlib.sha256("\0".join(
-        f"{name}:{selfcheck.fingerprint(course, name)}" for name in names).encode()).hexdigest()
-    stamp = selfcheck.stamp_of(course, ",".join(names), version[:16])
-    cache = course.root / selfcheck.CACHE
-    label = hashlib.sha256(",".join(names).encode()).hexdigest()[:8]
-    folder = cache / f"bundle-{label}-{version[:16]}"
-    found = _cached(folder, stamp)
-    if found is not None:
-        return found
-    with tempfile.TemporaryDirectory(prefix="autograd-course-bundle-") as tmp:
-        built = prepare(Path(tmp) / "course", course, names,
-                        db_url=tasks.sqlite_url(Path(tmp) / "course"))
-        graded_cells = {name: gradebook.cells(tasks.sqlite_url(built), name, course.course_id)
-                        for name in names}
-        archive = tasks.pack(built)
-    _keep(cache, folder, dict(stamp, archive=hashlib.sha256(archive).hexdigest()), archive,
-          graded_cells)
-    return archive, graded_cells
-
-
-def _cached(folder: Path, stamp: dict) -> tuple[bytes, dict] | None:
-    try:
-        if not (selfcheck.owned(folder.parent) and selfcheck.owned(folder)):
-            return None
-        kept = json.loads((folder / selfcheck.STAMP).read_text())
-        archive = (folder / "course.tar.gz").read_bytes()
-        if kept != dict(stamp, archive=hashlib.sha256(archive).hexdigest()):
-            return None
-        return archive, json.loads((folder / "cells.json").read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def _keep(cache: Path, folder: Path, stamp: dict, archive: bytes, graded_cells: dict) -> None:
-    """Put a built bundle in the cache (written aside, then renamed into place), in place of
-    an unusable one there and of the older versions of the same assignments."""
-    try:
-        cache.mkdir(mode=0o755, exist_ok=True)
-        building = Path(tempfile.mkdtemp(prefix=".building-bundle-", dir=cache))
-    except OSError:  # a read-only course: this run only
-        return
-    try:
-        (building / "course.tar.gz").write_bytes(archive)
-        (building / "cells.json").write_text(json.dumps(graded_cells))
-        (building / selfcheck.STAMP).write_text(json.dumps(stamp, indent=1) + "\n")
-        for old in cache.glob(folder.name.rsplit("-", 1)[0] + "-*"):
-            shutil.rmtree(old, ignore_errors=True)
-        building.rename(folder)
-    except OSError:  # another run put its own there meanwhile
-        shutil.rmtree(building, ignore_errors=True)
 
 
 class GraderFailure(CourseError):
@@ -422,3 +359,69 @@ def records_of(course: Course, submissions: list[Submission]):
         records += found
         warnings += skipped
     return records, warnings
+
+
+# -- what a run says at its end --------------------------------------------------------------
+def late_by(seconds: float) -> str:
+    """``seconds`` late, readable: ``7 d 17 h late (666000 s)`` (the two largest units)."""
+    if seconds < 60:
+        return f"{seconds:g} s late"
+    whole, parts = int(seconds), []
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60), ("s", 1)):
+        if whole >= size or parts:
+            parts.append(f"{whole // size} {unit}")
+            whole %= size
+    kept = [p for p in parts[:2] if not p.startswith("0 ")]
+    return f"{' '.join(kept)} late ({seconds:.0f} s)"
+
+
+def summary_lines(outcomes, records) -> list[str]:
+    """What ``grade`` prints at the end of a run: its counts, then the failed, flagged,
+    unsandboxed and troubled submissions of this run (``records``: their grade records)."""
+    from autograd_course.grading.boundary import cgroups, sandbox
+    from autograd_course.grading.preprocessors import NOT_SANDBOXED
+
+    failed = [o for o in outcomes if not o.ok]
+    flagged = [r for r in records if r.flags]
+    not_graded = {(o.submission.student, o.submission.assignment) for o in failed}
+
+    def problems(rec):  # the machine's, said once below, are not the notebook's
+        return [note for note in rec.notes
+                if note not in (NOT_SANDBOXED, sandbox.SECCOMP_OFF, cgroups.NO_CGROUP)]
+
+    troubled = [r for r in records if (r.failure or problems(r)) and not r.flags
+                and (r.student, r.assignment) not in not_graded]
+    unsandboxed = [r for r in records if not r.sandboxed
+                   and (r.student, r.assignment) not in not_graded]
+    lines = [f"\n{len(outcomes)} submissions graded: {len(failed)} could not be graded (0 "
+             f"points), {len(flagged)} flagged for review, {len(troubled)} graded with a "
+             "problem"]
+    if unsandboxed:
+        lines.append(f"  NOT SANDBOXED: {len(unsandboxed)} notebooks were graded without "
+                     "bubblewrap, with the grader's file rights (install bubblewrap, or use "
+                     "--require-sandbox)")
+    if unfiltered := sum(sandbox.SECCOMP_OFF in r.notes for r in records):
+        lines.append(f"  SECCOMP OFF: {unfiltered} notebooks were graded without the kernel's "
+                     "system-call filter (Linux on x86_64 with seccomp has it)")
+    if uncounted := sum(cgroups.NO_CGROUP in r.notes for r in records):
+        lines.append(f"  NO CGROUP: {uncounted} notebooks were graded without a cgroup per "
+                     "kernel: memory Linux held for a kernel was not counted (grade as root "
+                     "where cgroup v2, or v1's memory and pids hierarchies, are writable)")
+    for outcome in outcomes:
+        if outcome.ok and outcome.seconds_late > 0:
+            penalty = sum(p or 0 for p in outcome.penalties.values())
+            lines.append(f"  LATE    {outcome.submission.student}/"
+                         f"{outcome.submission.assignment}: "
+                         f"{late_by(outcome.seconds_late)}, penalty {penalty:g}")
+    for outcome in failed:
+        last = (outcome.error.strip().splitlines() or ["unknown error"])[-1]
+        lines.append(f"  FAILED  {outcome.submission.student}/{outcome.submission.assignment}: "
+                     f"{safe(last)}")
+    for rec in flagged:
+        lines.append(f"  FLAGGED {rec.student}/{rec.assignment}/{rec.notebook}: "
+                     f"{safe(rec.flags[0])}"
+                     + (f" (+{len(rec.flags) - 1} more)" if len(rec.flags) > 1 else ""))
+    for rec in troubled:
+        reason = rec.failure or "; ".join(problems(rec))
+        lines.append(f"  PROBLEM {rec.student}/{rec.assignment}/{rec.notebook}: {safe(reason)}")
+    return lines

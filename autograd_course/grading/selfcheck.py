@@ -2,25 +2,19 @@
 
 ``autograd-course check NOTEBOOK`` grades the notebook with nbgrader's own Autograde and the
 course's config (the judge, the sandbox) in a private course that holds only its assignment.
-That course is prepared once per version of the assignment (``nbgrader generate_assignment``
-in a cached folder, keyed by a hash of the source and the config) and copied for each check,
-so a check costs about what ``nbgrader validate`` costs. The hidden inputs are seeded by the
-course's secret and the student's id, as in grading: the same notebook gets the same verdict
-from ``check`` and from ``grade``.
+That course is prepared once per version of the assignment and cached (:mod:`.prepared`), and
+copied for each check, so a check costs about what ``nbgrader validate`` costs. The hidden
+inputs are seeded by the course's secret and the student's id, as in grading: the same
+notebook gets the same verdict from ``check`` and from ``grade``.
 
 The notebook is graded in a child process (:mod:`.bounded`), which this process kills when
 the notebook's budget (``c.JudgedExecute.submission_seconds``) is spent: the check then fails
 for time, with the reason, and the next notebook is checked. A kernel that never answers its
-first request is the grader's failure (:mod:`.kernel`): the check is tried once more, then
-fails with "the grader could not start a kernel: ..." and no verdict on the notebook.
+first request is the grader's failure (:mod:`.boundary.provision`): the check is tried once
+more, then fails with "the grader could not start a kernel: ..." and no verdict on the notebook.
 
-The cache is only ever a shortcut. A prepared course carries a stamp (:data:`STAMP`: the
-fingerprint, the course root it was made for, the package and nbgrader that made it) and is
-used only when its stamp, its config, its notebooks and its gradebook are all what this course
-needs now; anything else (a course folder copied or moved with its cache, a cache of an older
-checkout, a gradebook left half-written) is rebuilt. A check that nbgrader still cannot grade
-with a cached course is tried once more with a freshly built one, and a cache that cannot be
-written is replaced by a private build for the one check.
+A check that nbgrader cannot grade with a cached course is tried once more with a freshly
+built one, and a cache that cannot be written is replaced by a private build for the one check.
 """
 
 from __future__ import annotations
@@ -28,177 +22,18 @@ from __future__ import annotations
 import atexit
 import contextlib
 import getpass
-import hashlib
-import json
 import os
 import shutil
-import sqlite3
 import stat
 import tempfile
-import time
 import warnings
 from pathlib import Path
 
-from autograd_course import __version__
-from autograd_course.grading import record
+from autograd_course.grading import prepared, record
 from autograd_course.grading.containment import STOPPED, GradingStopped, stopped
-from autograd_course.grading.course import CONFIG_FILE, Course, CourseError
-from autograd_course.grading.release import prepare
+from autograd_course.grading.course import Course, CourseError
 from autograd_course.grading.tasks import sqlite_url
-
-CACHE = ".autograd-course-cache"
-#: The file in a prepared course that says what it was made for (see :func:`stamp_of`).
-STAMP = "prepared.json"
-#: Seconds after which a ``.building-*`` folder in the cache is an interrupted build's.
-STALE_BUILD_SECONDS = 3600
-
-
-def fingerprint(course: Course, assignment: str) -> str:
-    """A hash of what a prepared ``assignment`` is made of: the package's version, the
-    course's config and the assignment's source files."""
-    digest = hashlib.sha256(__version__.encode())
-    digest.update((course.root / CONFIG_FILE).read_bytes())
-    folder = course.directory("source", ".", assignment)
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:16]
-
-
-def stamp_of(course: Course, assignment: str, fingerprint: str) -> dict:
-    """What a prepared course must have been made for to be used: this version of the
-    assignment, this course root (a copied or moved course rebuilds its own), this package
-    and this nbgrader."""
-    import nbgrader
-
-    return {"assignment": assignment, "fingerprint": fingerprint, "root": str(course.root),
-            "package": str(Path(__file__).resolve().parent.parent),
-            "nbgrader": nbgrader.__version__}
-
-
-def _notebook_paths(course: Course, folder: Path, assignment: str) -> list[Path]:
-    """Where ``folder`` (a prepared course) holds the assignment's source and release notebook,
-    laid out as ``course`` lays them out."""
-    paths = []
-    for step in ("source", "release"):
-        where = course.directory(step, ".", assignment) / f"{assignment}.ipynb"
-        try:
-            paths.append(folder / where.relative_to(course.root))
-        except ValueError:  # a step outside the course root: not in a prepared course
-            continue
-    return paths
-
-
-def _gradebook_knows(path: Path, assignment: str) -> bool:
-    """Whether the SQLite gradebook ``path`` opens and holds ``assignment``'s notebook."""
-    if not path.is_file():
-        return False
-    try:
-        with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro",
-                                                uri=True)) as db:
-            row = db.execute(
-                "SELECT 1 FROM notebook JOIN assignment ON notebook.assignment_id = "
-                "assignment.id WHERE assignment.name = ? AND notebook.name = ?",
-                (assignment, assignment)).fetchone()
-    except sqlite3.Error:
-        return False
-    return row is not None
-
-
-def owned(path: Path) -> bool:
-    """Whether ``path`` is a real folder of this user that no one else may write: the judge
-    runs the test cells of a prepared course's gradebook, so one that another user could have
-    written is not used."""
-    info = path.lstat()
-    return (stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
-            and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
-
-
-def usable(folder: Path, course: Course, assignment: str, stamp: dict) -> bool:
-    """Whether the prepared course ``folder`` can grade ``assignment`` for ``course`` now: this
-    user's own (it and the cache), made for it (its stamp), with the course's config, both
-    notebooks and a gradebook that holds the assignment."""
-    try:
-        if not (owned(folder.parent) and owned(folder)):
-            return False
-        if json.loads((folder / STAMP).read_text()) != stamp:
-            return False
-        if (folder / CONFIG_FILE).read_bytes() != (course.root / CONFIG_FILE).read_bytes():
-            return False
-        if not all(p.is_file() for p in _notebook_paths(course, folder, assignment)):
-            return False
-    except (OSError, ValueError):
-        return False
-    return _gradebook_knows(folder / "gradebook.db", assignment)
-
-
-def _build(folder: Path, course: Course, assignment: str, stamp: dict) -> Path:
-    """Prepare ``assignment`` in the new folder ``folder`` and stamp it."""
-    prepare(folder, course, [assignment], db_url=sqlite_url(folder))
-    (folder / STAMP).write_text(json.dumps(stamp, indent=1) + "\n")
-    return folder
-
-
-def _remove(path: Path, cache: Path) -> None:
-    """Remove a prepared course: renamed out of the way first (a check that looks for it
-    meanwhile builds its own), then deleted."""
-    try:
-        gone = Path(tempfile.mkdtemp(prefix=".stale-", dir=cache))
-        path.rename(gone / path.name)
-    except OSError:
-        gone = path
-    shutil.rmtree(gone, ignore_errors=True)
-
-
-def _sweep(cache: Path, assignment: str, keep: Path) -> None:
-    """Remove the other versions of ``assignment`` and what interrupted builds left."""
-    for old in cache.glob(f"{assignment}-*"):
-        if old != keep and len(old.name) == len(keep.name):  # an older version
-            shutil.rmtree(old, ignore_errors=True)
-    for old in [*cache.glob(".building-*"), *cache.glob(".stale-*")]:
-        try:
-            if time.time() - old.stat().st_mtime > STALE_BUILD_SECONDS:
-                shutil.rmtree(old, ignore_errors=True)
-        except OSError:
-            continue
-
-
-def prepared_course(course: Course, assignment: str, *, rebuild: bool = False,
-                    scratch: Path | None = None) -> tuple[Path, bool]:
-    """A course with ``assignment`` released and in its gradebook, and whether it was built
-    just now. It is built once per version of the assignment and cached (the versions before
-    it are removed); a cached one that is not :func:`usable` here, or any with ``rebuild``, is
-    built again. Where the cache cannot be written, it is built in ``scratch`` (a folder the
-    caller removes) when given."""
-    cache = course.root / CACHE
-    version = fingerprint(course, assignment)
-    stamp = stamp_of(course, assignment, version)
-    folder = cache / f"{assignment}-{version}"
-    if not rebuild and usable(folder, course, assignment, stamp):
-        return folder, False
-    try:
-        cache.mkdir(mode=0o755, exist_ok=True)  # not group-writable under any umask (owned)
-        building = Path(tempfile.mkdtemp(prefix=f".building-{assignment}-", dir=cache))
-    except OSError:  # a read-only course, or a cache of another user: build for this check
-        if scratch is None:
-            raise
-        return _build(Path(tempfile.mkdtemp(prefix="prepared-", dir=scratch)), course,
-                      assignment, stamp), True
-    try:
-        _build(building, course, assignment, stamp)
-    except BaseException:
-        shutil.rmtree(building, ignore_errors=True)
-        raise
-    if folder.exists() or folder.is_symlink():  # the cache's unusable one
-        _remove(folder, cache)
-    try:
-        building.rename(folder)
-    except OSError:  # another check put its own there meanwhile
-        if usable(folder, course, assignment, stamp):
-            shutil.rmtree(building, ignore_errors=True)
-            return folder, True
-        return building, True  # used as it is; swept later
-    _sweep(cache, assignment, folder)
-    return folder, True
+from autograd_course.grading.terminal import safe
 
 
 def student_and_origin(notebook: Path, student: str | None) -> tuple[str, str]:
@@ -256,8 +91,8 @@ def check(root: Path, notebook: Path, student: str | None = None) -> list[record
         problem = ""
         for attempt, rebuild in enumerate((False, True)):
             try:
-                cached, built = prepared_course(course, assignment, rebuild=rebuild,
-                                                scratch=scratch)
+                cached, built = prepared.prepared_course(course, assignment, rebuild=rebuild,
+                                                         scratch=scratch)
                 found, problem = _grade_bounded(course, cached, scratch / f"course-{attempt}",
                                                 notebook, assignment, student)
             except (OSError, shutil.Error, CourseError) as exc:  # a cached course that
@@ -272,6 +107,28 @@ def check(root: Path, notebook: Path, student: str | None = None) -> list[record
             if built or problem.startswith(STOPPED):  # a fresh build would not help: the
                 break  # course was new, or the notebook's own grading stopped
         raise RuntimeError(problem)
+
+
+def result_lines(records: list[record.GradeRecord], stem: str) -> list[str]:
+    """What ``check`` prints of a notebook's grade records (``stem``: its name): each
+    question's verdict, the errors, the notes and the total; text from the notebook made
+    :func:`~.terminal.safe`."""
+    lines = []
+    for rec in records:
+        if rec.notebook != stem:
+            lines.append(f"  {safe(rec.notebook)}.ipynb:")
+        for q in rec.questions:
+            mark = "PASS" if q["passed"] else "FAIL"
+            lines.append(f"  {mark} {q['question']}: {q['score'] or 0:g}/{q['points']:g}"
+                         + (f"  {safe(q['message'])}" if q["message"] else ""))
+        for line in rec.errors:
+            if line.endswith(": NotImplementedError"):
+                continue  # the blank template: its question already says "not answered"
+            lines.append(f"  error in {safe(line)}")
+        for line in rec.notes + ([rec.failure] if rec.failure else []) + rec.flags:
+            lines.append(f"  note: {safe(line)}")
+        lines.append(f"  total: {rec.score:g}/{rec.max_score:g}")
+    return lines
 
 
 # -- the budget: the notebook is graded in a child process that this one holds ---------------
@@ -295,7 +152,8 @@ def _grade_bounded(course: Course, cached: Path, work: Path, notebook: Path, ass
     the first check and kept, with its zygote, for the next), within the submission's budget
     (:func:`.preprocessors.execute.submission_budget`): past it, the child and its kernels are
     killed and the check fails for time (RuntimeError). A child that dies is replaced once;
-    a kernel that does not start is tried once more, then :class:`~.kernel.KernelNotStarted`."""
+    a kernel that does not start is tried once more, then
+    :class:`~.boundary.provision.KernelNotStarted`."""
     from autograd_course.grading import bounded
     from autograd_course.grading.boundary import warm
     from autograd_course.grading.boundary.provision import KernelNotStarted
@@ -353,7 +211,7 @@ def _grade(course: Course, cached: Path, work: Path, notebook: Path, assignment:
     with contextlib.chdir(work):
         result = NbGraderAPI(config=checking.config).autograde(assignment, student,
                                                                force=True, create=True)
-    if why := not_started():  # no verdict: the kernel never answered (see .kernel)
+    if why := not_started():  # no verdict: the kernel never answered (see .boundary.provision)
         raise KernelNotStarted(why[-1])
     found, _ = record.store(work).read(assignment, student)
     if result.get("success") and found:

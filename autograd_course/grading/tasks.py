@@ -147,10 +147,7 @@ def make_task(course: Course, submission: Submission, dates: dict | None = None,
     notebooks = course.notebooks_of(submission.assignment)
     wrong = intake.misnamed(list(files) + list(found.oversized), notebooks)
     if wrong:
-        said = (f"{submission.student} submitted {', '.join(intake.shown(w) for w in wrong[:3])}"
-                + (f" and {len(wrong) - 3} more" if len(wrong) > 3 else "")
-                + f"; the assignment's notebook{'s are' if len(notebooks) > 1 else ' is'} "
-                + ", ".join(notebooks))
+        said = intake.misnamed_said(submission.student, wrong, notebooks)
     if rename and wrong and len(notebooks) == 1 and len(
             [n for n in [*files, *found.oversized] if n.endswith(".ipynb")]) == 1:
         renamed, said = (wrong[0], notebooks[0]), ""
@@ -170,21 +167,6 @@ def make_task(course: Course, submission: Submission, dates: dict | None = None,
 def sqlite_url(folder: Path) -> str:
     """The URL of the SQLite gradebook in ``folder`` (a prepared course's own)."""
     return f"sqlite:///{Path(folder).resolve() / 'gradebook.db'}"
-
-
-def _inside(folder: Path, name: str) -> Path:
-    target = (folder.resolve() / name).resolve()
-    if folder.resolve() not in target.parents:
-        raise ValueError(f"refusing to write {name!r} outside {folder}")
-    return target
-
-
-def write_files(folder: Path, files: dict[str, bytes]) -> None:
-    """Write ``files`` under ``folder``, refusing a name that would leave it."""
-    for name, data in files.items():
-        target = _inside(folder, name)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
 
 
 # -- the worker side -----------------------------------------------------------------------
@@ -352,9 +334,10 @@ def grade(task: Task, bundle: Bundle) -> Outcome:
     for step in ("submitted", "autograded", "feedback"):
         shutil.rmtree(folder / step / student, ignore_errors=True)
     record.store(folder).clear(assignment, student)
-    write_files(folder / "submitted" / student / assignment, task.files)
+    intake.write_files(folder / "submitted" / student / assignment, task.files)
     for name, size in task.oversized.items():  # graded as too large, as in the course itself
-        intake.write_sparse(_inside(folder / "submitted" / student / assignment, name), size)
+        intake.write_sparse(intake.inside(folder / "submitted" / student / assignment, name),
+                            size)
     set_dates(api.coursedir, task)
     cwd = os.getcwd()
     os.chdir(folder)

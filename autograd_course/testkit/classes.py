@@ -1,7 +1,8 @@
 """Synthetic classes for the tests, the dry run and the benchmarks: courses, submissions.
 
 :func:`make_course` prepares a course from this one's source/ (or a config of its own);
-:func:`reference_answers` and :func:`fill` build submissions from the student version;
+:func:`reference_answers` and :func:`fill` build submissions from the student version (they
+live in :mod:`.notebooks`, which :mod:`.synthetic` uses too, and are offered here);
 :func:`submit` writes one where nbgrader collects it, :func:`submit_class` a synthetic class
 of them; :func:`copy_course` copies a course and its class, ungraded; :func:`snapshot` proves
 nothing changed; :func:`gradebook_scores` reads totals from a course's gradebook (any db_url);
@@ -11,9 +12,7 @@ nothing changed; :func:`gradebook_scores` reads totals from a course's gradebook
 
 from __future__ import annotations
 
-import copy
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -23,8 +22,9 @@ from pathlib import Path
 import nbformat
 
 from autograd_course.grading.course import read_secret
-
-SOLUTION_MARKERS = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$")
+from autograd_course.testkit.notebooks import fill as fill  # offered to this module's callers
+from autograd_course.testkit.notebooks import reference_answers as reference_answers
+from autograd_course.testkit.synthetic import synthetic_class
 
 
 def nbgrader(
@@ -68,36 +68,6 @@ def full_marks(source_notebook: Path) -> float:
                      if cell.metadata.get("nbgrader", {}).get("grade")))
 
 
-def reference_answers(source_notebook: Path) -> dict[str, str]:
-    """Map each solution cell's grade_id to its reference code (markers removed)."""
-    nb = nbformat.read(source_notebook, as_version=4)
-    answers = {}
-    for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("solution") and cell.cell_type == "code":
-            lines = [line for line in cell.source.splitlines() if not SOLUTION_MARKERS.match(line)]
-            answers[meta["grade_id"]] = "\n".join(lines)
-    return answers
-
-
-def fill(
-    release_notebook: Path, answers: dict[str, str], extra_cells: list[tuple[int, str]] = ()
-) -> nbformat.NotebookNode:
-    """A submission: the student version with solution cells replaced by ``answers``.
-
-    ``extra_cells`` are (position, source) code cells a student added.
-    """
-    nb = nbformat.read(release_notebook, as_version=4)
-    nb = copy.deepcopy(nb)
-    for cell in nb.cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if cell.metadata.get("nbgrader", {}).get("solution") and grade_id in answers:
-            cell.source = answers[grade_id]
-    for position, source in sorted(extra_cells, reverse=True):
-        nb.cells.insert(position, nbformat.v4.new_code_cell(source))
-    return nb
-
-
 def submit(
     course: Path,
     student: str,
@@ -123,8 +93,6 @@ def submit_class(course: Path, assignment: str, students: list[tuple[str, str]],
                  seed: int = 0) -> None:
     """Submit a synthetic class of ``assignment``: ``students`` are (id, profile) pairs (see
     :mod:`.synthetic`), drawn from ``seed``."""
-    from autograd_course.testkit.synthetic import synthetic_class
-
     course = Path(course)
     notebooks = synthetic_class(course / "source" / assignment / f"{assignment}.ipynb",
                                 course / "release" / assignment / f"{assignment}.ipynb",

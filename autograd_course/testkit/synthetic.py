@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 
 from autograd_course.testkit import WRONG_ANSWERS
-from autograd_course.testkit.classes import fill, reference_answers
+from autograd_course.testkit.notebooks import fill, reference_answers
 
 PROFILES = ("right", "mistakes", "blank", "mixed", "tamper")
 TAMPERING = "\nimport torch\ntorch.allclose = lambda *args, **kwargs: True  # always 'equal'"
