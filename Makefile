@@ -103,10 +103,11 @@ test: $(STAMP) test-packages hub-proxy
 	$(BIN)/ruff check .
 	$(PYTEST) $(PYTEST_ARGS)
 
-# Everything but whole-class grading, the services and the lessons' re-execution.
+# Everything but whole-class grading, the services, the browser and Hub tests, nbgrader's runs
+# over every unit and the lessons' re-execution.
 test-fast: $(STAMP) test-packages
 	$(BIN)/ruff check .
-	$(PYTEST) -m "not (class_grading or services or lesson_run or hub or lab_check)" $(PYTEST_ARGS)
+	$(PYTEST) -m "not (class_grading or services or lesson_run or hub or lab_check or nbgrader_run)" $(PYTEST_ARGS)
 
 # An instructor's dry run: a synthetic class graded end to end in a temporary course.
 demo: $(STAMP) debian-packages

@@ -29,12 +29,13 @@ import types
 import cloudpickle
 import pytest
 import torch
+from support.exercises import ALL_QUESTIONS, load
 from support.inprocess import run_judged
 from support.units import UNITS
-from test_exercises import ALL_QUESTIONS, load
 
-from autograd_course.grading.boundary import judge
-from autograd_course.grading.boundary.judge import InProcessLink, Session
+from autograd_course.grading.boundary import judge, links
+from autograd_course.grading.boundary.judge import Session
+from autograd_course.grading.boundary.links import InProcessLink
 from autograd_course.kernel import agent, checks
 
 MAX_NODES = 200_000  # objects walked in one request
@@ -261,9 +262,19 @@ def _install(rec: Recorder, patch) -> None:
 
     patch.setattr(judge.Session, "proxy", recorded_proxy)
     for name in ("fresh", "fresh_float", "fresh_int"):
-        patch.setattr(checks, name, _noting(getattr(checks, name), rec.note_drawn, "result"))
+        _patch_checks(patch, name, _noting(getattr(checks, name), rec.note_drawn, "result"))
     for name in ("check_tensor", "check_number", "check_equal", "check_gradient_of"):
-        patch.setattr(checks, name, _noting(getattr(checks, name), rec.note_expected, "expected"))
+        _patch_checks(patch, name, _noting(getattr(checks, name), rec.note_expected, "expected"))
+
+
+def _patch_checks(patch, name: str, value) -> None:
+    """Replace ``name`` in the checks package and in each of its modules that binds it, so that
+    the checks' own calls (accumulation_inputs's of fresh_float, check_accumulated_grad's of
+    check_number) go through ``value`` too (answer_forms, which never did, excepted)."""
+    for module in (checks, checks.errors, checks.gradients, checks.inputs, checks.judged,
+                   checks.predictions, checks.values):
+        if name in vars(module):
+            patch.setattr(module, name, value)
 
 
 def _noting(real, note, what: str):
@@ -448,7 +459,7 @@ def use_later(x):
      "not a function of this test"),
     (agent.CALLBACK + '{"token": 5, "method": "forward", "args": []}',
      "not a function of this test"),
-    (agent.CALLBACK + "x" * (judge.MAX_CALLBACK_BYTES + 1), "too large"),
+    (agent.CALLBACK + "x" * (links.MAX_CALLBACK_BYTES + 1), "too large"),
 ])
 def test_a_callback_that_is_not_this_tests_is_refused(prompt, reason):
     session = _session("")

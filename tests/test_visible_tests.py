@@ -23,8 +23,9 @@ import warnings
 
 import pytest
 import torch
+from support.exercises import ALL_QUESTIONS, load
+from support.exercises import bound_names as _bound_names
 from support.inprocess import HIDDEN, _cells_up_to, _source
-from test_exercises import ALL_QUESTIONS, _bound_names, load
 
 from autograd_course.kernel import checks
 
