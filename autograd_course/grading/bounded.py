@@ -1,9 +1,7 @@
 """One wall-clock budget per submission, held by the parent of the work it bounds.
 
-A budget kept inside the process that does the work can be outrun by any library call in it
-(nbconvert's ``ansi2html`` once took 98 s of a 4 s budget on one hostile page). So the course's
-graders do each submission's work in a :class:`Child`, a process that runs the calls its
-parent sends, one at a time, and the parent keeps the clock:
+A :class:`Child` is a process that runs the calls its parent sends, one at a time; the parent
+keeps the clock:
 
 - the parent gives each call its seconds (:meth:`Child.call`, or :meth:`Child.send` and
   :meth:`Child.receive` for many children at once); past them it kills the child and every
@@ -13,23 +11,19 @@ parent sends, one at a time, and the parent keeps the clock:
 - an exception in the call comes back as itself; ``SystemExit`` or any other
   ``BaseException`` that is not an ``Exception``, or one that cannot be pickled, comes back
   as :class:`Raised`, which names it (the parent never exits for a child's call);
-- a child whose parent dies exits (it would wait forever), calling its ``on_orphan``;
+- a child whose parent dies exits, calling its ``on_orphan``;
 - a child, and everything it starts, is out of reach of the terminal's Ctrl-C (SIGINT): the
-  forkserver is started with SIGINT ignored (so that a Ctrl-C while it imports its preloads
-  prints no traceback), and each child ignores SIGINT and leaves the terminal's session
-  (``setsid``). On a Ctrl-C only the parent is interrupted, and it kills its children
-  (:meth:`Child.kill`), which never print a traceback of their own;
+  forkserver is started with SIGINT ignored, and each child ignores SIGINT and leaves the
+  terminal's session (``setsid``). On a Ctrl-C only the parent is interrupted, and it kills
+  its children (:meth:`Child.kill`);
 - children import this package from where the parent did: the forkserver starts without the
-  current folder on its import path (``PYTHONSAFEPATH``: Python 3.11's forkserver imports its
-  preloads with ``''`` first on the path, so that a course folder with its own
-  ``autograd_course/`` would be what it imports) and with :func:`.sandbox.package_environment`.
+  current folder on its import path (``PYTHONSAFEPATH``) and with
+  :func:`.boundary.sandbox.package_environment`.
 
-``autograd-course grade`` grades each submission in such a child (:mod:`.runner`: a pool of
-them on this machine; on a Dask worker, children of the Dask worker, :func:`.tasks.grade_within`),
-and so does ``autograd-course check`` (:mod:`.selfcheck`). Under plain ``nbgrader autograde``
-and ``generate_feedback`` there is no parent of the course's: there the work is bounded by
-construction (``JudgedExecute.notebook_seconds`` for the kernel; :class:`.preprocessors.MakeInert`
-strips terminal escape codes and caps the outputs a page is made of).
+Users: ``autograd-course grade`` (:mod:`.runner`; on a Dask worker,
+:func:`.tasks.grade_within`) and ``autograd-course check`` (:mod:`.selfcheck`). Plain
+``nbgrader autograde`` and ``generate_feedback`` have no such parent: there
+``JudgedExecute.notebook_seconds`` and :class:`.preprocessors.MakeInert` bound the work.
 """
 
 from __future__ import annotations

@@ -1,18 +1,15 @@
 """Grades out of the gradebook, as files that csv readers, spreadsheets and an LMS read right.
 
-nbgrader's ``CsvExportPlugin`` joins a row's fields with bare commas: a roster name such as
-``Smith, Jr.`` shifts that row's columns, and a name that begins with ``=`` is a live formula
-in a spreadsheet. Roster names are ordinary student data (an LMS export), so every export here
-is written with Python's :mod:`csv` module (RFC 4180 quoting: a field with a comma, a quote or
-a line break is quoted, quotes doubled) and every **text** cell is neutralised against CSV
-injection as OWASP describes (https://owasp.org/www-community/attacks/CSV_Injection, and
-ASVS 1.2.10): a cell that begins with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return
-gets a leading single quote, which spreadsheets take as "this is text" (:func:`cell`).
-
-**Numbers stay numbers.** A score, a penalty or a maximum comes from the gradebook as a
-number and is written as one (``-1.5`` stays ``-1.5``, so a spreadsheet can add it up): only
-values that are text (names, ids, e-mails, assignment names) are neutralised, whatever they
-look like. A text that looks like a number (a student id ``-12``) is still text, and quoted.
+- every export is written with Python's :mod:`csv` module (RFC 4180 quoting: a field with a
+  comma, a quote or a line break is quoted, quotes doubled);
+- every **text** cell (names, ids, e-mails, assignment names) is neutralised against CSV
+  injection (:func:`cell`): one that begins with ``=``, ``+``, ``-``, ``@``, a tab or a
+  carriage return gets a leading single quote. A text that looks like a number (a student id
+  ``-12``) is still text, and quoted;
+- **numbers stay numbers**: a score, a penalty or a maximum is written as the number the
+  gradebook holds (``-1.5`` stays ``-1.5``);
+- both formats count the assignments the gradebook knows: those released
+  (``autograd-course release``) or graded, never the units of ``source/`` no one was given.
 
 Two formats:
 
@@ -25,12 +22,8 @@ Two formats:
   (Grades > Import): columns ``Student`` ("Last, First"), ``ID`` (Canvas's user id: the
   roster's ``lms_user_id``), ``SIS User ID`` (empty), ``SIS Login ID`` (the student id, the
   course's login), ``Section`` (empty), then one column per assignment; the first data row is
-  ``Points Possible`` with each assignment's maximum. Canvas matches a student by ``ID``, else
-  by the SIS columns; an assignment column whose name Canvas does not know becomes a new
-  assignment. The score is nbgrader's (late penalty applied; 0 for no submission).
-
-Both count the assignments the gradebook knows: those released (``autograd-course release``)
-or graded, never the units of ``source/`` no one was given.
+  ``Points Possible`` with each assignment's maximum. The score is nbgrader's (late penalty
+  applied; 0 for no submission).
 """
 
 from __future__ import annotations

@@ -1,14 +1,11 @@
 """MathJax for the pages people see of a submission (formgrader, the feedback): from this
 machine, never from a CDN.
 
-nbgrader's formgrade and feedback templates call nbconvert's ``mathjax()`` macro without a
-URL, so nbconvert's default, a CDN, is loaded whatever ``HTMLExporter.mathjax_url`` says: math
-is not typeset offline, and every page logs an error. The course's nbconvert templates
-(:data:`TEMPLATES`, put first by ``HTMLExporter.extra_template_basedirs`` in
-``nbgrader_config.py``, see :func:`template_basedirs`) replace that one macro
-(``base/mathjax.html.j2``) for every template built on nbconvert's: the page loads MathJax 2.7
-from Debian's ``libjs-mathjax`` (:data:`MATHJAX_DIR`), with MathJax's ``Safe`` extension on
-(the pages show student content), and
+The course's nbconvert templates (:data:`TEMPLATES`, put first by
+``HTMLExporter.extra_template_basedirs`` in ``nbgrader_config.py``, see
+:func:`template_basedirs`) replace nbconvert's ``mathjax()`` macro (``base/mathjax.html.j2``)
+for every template built on nbconvert's: the page loads MathJax 2.7 from Debian's
+``libjs-mathjax`` (:data:`MATHJAX_DIR`), with MathJax's ``Safe`` extension on, and
 
 - as ``file://`` files when the page is a file (the feedback an instructor or a student opens);
 - from the Jupyter server that serves the page (formgrader, or the feedback under ``/files/``),

@@ -1,9 +1,8 @@
 """The course's nbgrader pipelines, derived from nbgrader's own defaults.
 
-``nbgrader_config.py`` sets its preprocessor lists from these functions, so a preprocessor
-that a later nbgrader adds to its defaults is kept, and one that the course's changes are
-anchored to and that disappears upstream stops every nbgrader command with a clear error
-instead of being lost silently. The course's changes:
+``nbgrader_config.py`` sets its preprocessor lists from these functions: a preprocessor that a
+later nbgrader adds to its defaults is kept, and one that the course's changes are anchored to
+and that disappears upstream stops every nbgrader command with a clear error. The changes:
 
 - autograde, before running: :class:`~.preprocessors.RepairSubmission` (the course's cells as
   release/ made them: copies and unknown nbgrader metadata made ordinary cells, changed types

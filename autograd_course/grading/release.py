@@ -5,18 +5,15 @@ with the config and a copy of ``source/``): it writes ``release/NAME`` and puts 
 assignment into a gradebook (the folder's own SQLite file, or the ``db_url`` given). Everything
 that needs student versions goes through it:
 
-- :func:`generate` writes ``release/`` and never touches the course's gradebook (what the test
-  that compares ``release/`` with nbgrader's output, and a maintainer after editing
-  ``source/``, run);
+- :func:`generate` writes ``release/`` and never touches the course's gradebook;
 - :func:`release` (``autograd-course release``) writes ``release/``, registers the
   assignments in the course's gradebook, whatever its ``db_url``, as
   ``nbgrader generate_assignment`` in the course root would, and releases them to the
   exchange (``Exchange.root``, which the course's config always sets), as
-  ``nbgrader release_assignment`` would. Only the assignments named are registered: the
-  gradebook, ``grades.csv`` and formgrader count what was released (or graded), never the
-  units no one was given. An assignment already in the exchange's ``outbound/`` is left as
-  it is (release/, gradebook and exchange), unless ``force``: then it is generated and
-  released again (nbgrader's ``--force``; students who fetched it keep their copy);
+  ``nbgrader release_assignment`` would. Only the assignments named are registered. An
+  assignment already in the exchange's ``outbound/`` is left as it is (release/, gradebook
+  and exchange), unless ``force``: then it is generated and released again (nbgrader's
+  ``--force``; students who fetched it keep their copy);
 - the self-check and the grading workers keep a prepared course as it is (config, source,
   release and a gradebook that knows the assignment).
 """

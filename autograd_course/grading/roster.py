@@ -1,24 +1,20 @@
 """The class roster: the students' names for the gradebook, from ``roster.csv`` at the root.
 
-Without names, nbgrader's gradebook knows a student only by the id that grading registers,
-and formgrader lists "None, None". The roster is nbgrader's own file for
-``nbgrader db student import``: CSV, a header row, one student a row, a column ``id`` (the
-student id, as in ``submitted/ID/``) and any of ``first_name``, ``last_name``, ``email`` and
-``lms_user_id``. As nbgrader reads it, an empty field is no value, and a column its Student
-table does not have is ignored (with a warning here).
-
-``autograd-course grade`` reads it (:func:`load`) before it grades anything: a roster that
-cannot be read stops the run with a :class:`~.course.CourseError` naming the file, the line
-and the problem. It then puts every student of the roster into the gradebook, names updated
-(:func:`apply`, in one transaction), and says which graded students the roster does not list
-(:func:`unlisted`; they are graded all the same).
-
-The file is student data (an LMS export, names the students chose): a field is made
-:func:`~.terminal.safe` (no control characters, escape codes or bidirectional overrides) and
-may not be longer than the gradebook's column (:data:`MAX_CHARS`), nor the file larger than
-:data:`MAX_BYTES`. Formgrader shows the names as text. A student id, and a non-empty
-``lms_user_id`` (which maps an LMS download's files to a student's folder), may each be on one
-row only: a repeat names both lines.
+- **Format**: nbgrader's own file for ``nbgrader db student import``: CSV, a header row, one
+  student a row, a column ``id`` (the student id, as in ``submitted/ID/``) and any of
+  ``first_name``, ``last_name``, ``email`` and ``lms_user_id``. As nbgrader reads it, an empty
+  field is no value, and a column its Student table does not have is ignored (with a warning
+  here).
+- **Use**: ``autograd-course grade`` reads it (:func:`load`) before it grades anything: a
+  roster that cannot be read stops the run with a :class:`~.course.CourseError` naming the
+  file, the line and the problem. It then puts every student of the roster into the
+  gradebook, names updated (:func:`apply`, in one transaction), and says which graded
+  students the roster does not list (:func:`unlisted`; they are graded all the same).
+- **Bounds**: a field is made :func:`~.terminal.safe` (no control characters, escape codes or
+  bidirectional overrides) and may not be longer than the gradebook's column
+  (:data:`MAX_CHARS`), nor the file larger than :data:`MAX_BYTES`. A student id, and a
+  non-empty ``lms_user_id``, may each be on one row only: a repeat names both lines.
+  Formgrader shows the names as text.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """Read a student's code outside the kernel and flag what reaches beyond the student's answer.
 
-The scan is a hint for a reviewer, never a defence and never a penalty: the judge decides the
-points outside the kernel (:mod:`.judge`), so nothing the student's code does in its kernel can
-change them. A finding marks the question for a person to look at (formgrader shows it as
-needing a manual grade) and keeps the points the judge gave.
-
-It looks at the cells a student can edit, never at the locked cells the grader restores, and
-names code that reaches past the student's own answer:
+The scan is a hint for a reviewer, never a defence and never a penalty: a finding marks the
+question for a person to look at (formgrader shows it as needing a manual grade) and keeps the
+points the judge gave (:mod:`.boundary.judge`). It looks at the cells a student can edit, never
+at the locked cells the grader restores, and names code that reaches past the student's own
+answer:
 
 - replacing or deleting attributes of libraries and of the course package
   (``torch.allclose = ...``, ``setattr(checks, ...)``, ``f.__code__ = ...``), or rebinding

@@ -1,14 +1,11 @@
 """The kernel side of judging: answer the judge's requests for names and calls.
 
-This module runs in the student's kernel, which the student controls: nothing here is trusted,
-and nothing here decides a grade. The judge (:mod:`autograd_course.grading.boundary.judge`) sends a
-request as the argument of :func:`serve`, which it evaluates in the kernel as a silent
-``user_expressions`` entry; the reply is a :class:`Reply` whose MIME bundle carries records
-(:mod:`autograd_course.kernel.wire`), matched to the request by its nonce.
-
-Requests are pickled by the judge (cloudpickle: the test's own functions travel by value) and
-unpickled here; a persistent id ``("h", handle)`` stands for an object this kernel sent
-earlier, which is handed over as the original object, with its graph, ``.grad`` and aliasing.
+Runs in the student's kernel: nothing here is trusted, and nothing here decides a grade. The
+judge (:mod:`autograd_course.grading.boundary.judge`) evaluates :func:`serve` in the kernel as a
+silent ``user_expressions`` entry; the reply is a :class:`Reply` whose MIME bundle carries
+records (:mod:`autograd_course.kernel.wire`), matched to the request by its nonce. Requests are
+pickled by the judge (cloudpickle); a persistent id ``("h", handle)`` stands for an object this
+kernel sent earlier, handed over as the original object (its graph, ``.grad`` and aliasing).
 
 - ``{"op": "get", "name": NAME}``: the value bound to NAME in the notebook's namespace;
 - ``{"op": "read", "handle": H}``: the object this kernel sent (or received) as H, as it is now;
@@ -18,23 +15,18 @@ earlier, which is handed over as the original object, with its graph, ``.grad`` 
   message), the state of every argument after the call (an in-place change is seen), and the
   warnings it issued. Printed output is discarded;
 - ``{"op": "delete", "name": NAME}`` and ``{"op": "bind", "name": NAME, "value": v}``: what a
-  test's ``del NAME`` and ``NAME = <an object of this kernel>`` do, as they would in nbgrader,
-  where tests run in the kernel;
-- ``{"op": "forget"}``: let go of every object sent (or received) so far, so that the judge
-  can measure what they kept alive; ``{"op": "trim"}``: collect garbage and give freed
-  memory back to Linux (before the judge measures the kernel's memory);
+  test's ``del NAME`` and ``NAME = <an object of this kernel>`` do;
+- ``{"op": "forget"}``: let go of every object sent (or received) so far; ``{"op": "trim"}``:
+  collect garbage and give freed memory back to Linux;
 - ``{"op": "files", "limit": N, "max_files": M}``: the regular files the notebook wrote in its
   working folder (not under ``.*`` folders), by relative path, as base64, at most ``N`` bytes
   in all and ``M`` files.
 
-Callbacks. What a test must hand the student's code but not show it (a broken Function whose
-bug is drawn, a function with drawn parameters) arrives as a *proxy*: :func:`proxy_function`
-or :func:`proxy_callable`, which carry nothing but a token and a public name. Calling one,
-while the judge waits for a call's reply and only then, asks the judge (:func:`ask_judge`): the
-arguments go as records (:mod:`autograd_course.kernel.wire`, the same as a reply), the prompt of an
-``input_request`` on the stdin channel (:data:`CALLBACK`; in-process, a direct call), and the
-judge's answer comes back pickled, like any request. The judge answers only tokens of proxies
-it made for the running test.
+Callbacks: a *proxy* (:func:`proxy_function`, :func:`proxy_callable`) carries only a token and
+a public name. Calling one, while the judge waits for a call's reply and only then, asks the
+judge (:func:`ask_judge`): the arguments go as records in the prompt of an ``input_request`` on
+the stdin channel (:data:`CALLBACK`; in-process, a direct call), and the answer comes back
+pickled. The judge answers only tokens of proxies it made for the running test.
 """
 
 from __future__ import annotations

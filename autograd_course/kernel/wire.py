@@ -1,11 +1,9 @@
 """The plain data that crosses from a student's kernel to the judge: records, never pickles.
 
-When a test reads a name from the student's kernel, or calls a student's function, the
-kernel encodes the answer as a *record*: a JSON object built from dicts, lists, strings,
-numbers, booleans and null, with the raw bytes of arrays in base64. The judge decodes a
-record into fresh objects of its own (a plain ``torch.Tensor``, a ``float``...), so nothing
-the kernel sends can run code in the judge or carry behaviour (a tensor subclass, a ``str``
-whose ``__eq__`` always agrees): only values travel.
+The kernel encodes each value the judge asks for as a *record*: JSON (dicts, lists, strings,
+numbers, booleans, null) with the raw bytes of arrays in base64. The judge decodes a record
+into fresh objects of its own (a plain ``torch.Tensor``, a ``float``...): only values travel,
+never code or behaviour.
 
 Records (``"t"`` names the kind):
 
@@ -23,25 +21,20 @@ Records (``"t"`` names the kind):
   function), with its ``type`` name and whether it is ``callable``;
 - ``ref``: the same kernel object again, already encoded earlier in this reply.
 
-Every record of a kernel object carries ``h``, its handle: the kernel keeps the object, and the
-judge can pass it back into a later call, where the kernel hands over the original object.
+Rules:
 
-The kernel can lie in a record; a lie only changes its own answer, which the judge still
-checks against values it computes itself. :func:`decode` accepts nothing else: a malformed
-record raises :class:`ReplyError`.
-
-Decoding is a pure function of the data. It never imports, never calls a class or function
-that a record names, and looks a name up only in the judge's fixed tables
-(:data:`TENSOR_DTYPES`, :data:`NUMPY_DTYPES`); every other name a record carries (a type, a
-function's or module's name, an exception's type, a ``grad_fn``) stays a string, and a
-``handle`` record is passed, its fields checked, to the judge's ``wrap``, which obeys the same
-rule.
-
-Decoding costs time linear in the reply, whatever the kernel sends: a reply has at most
-:data:`MAX_NODES` records nested at most :data:`MAX_DEPTH` deep; the only keys the judge
-hashes are the strings of dict keys (Python hashes strings with a secret per process, so no
-reply can make them collide) and handles, small integers (distinct integers below 2**53 never
-share a hash); and a decoder given a deadline stops when it passes (:class:`ReplyTimeout`).
+- every record of a kernel object carries ``h``, its handle: the kernel keeps the object, and
+  the judge can pass it back into a later call, where the kernel hands over the original;
+- decoding (:meth:`Decoder.decode`) is a pure function of the data: it never imports, never
+  calls a class or function a record names, and looks names up only in :data:`TENSOR_DTYPES`
+  and :data:`NUMPY_DTYPES`; every other name (a type, a function's or module's name, an
+  exception's type, a ``grad_fn``) stays a string, and a ``handle`` record is passed, its
+  fields checked, to the judge's ``wrap``, which obeys the same rule;
+- anything else is refused: a malformed record raises :class:`ReplyError`;
+- decoding costs time linear in the reply: at most :data:`MAX_NODES` records, nested at most
+  :data:`MAX_DEPTH` deep; the only keys the judge hashes are dict keys' strings and handles
+  (integers below :data:`MAX_HANDLE`); a decoder given a deadline stops when it passes
+  (:class:`ReplyTimeout`).
 """
 
 from __future__ import annotations

@@ -1,19 +1,19 @@
 """Measuring what autograd costs: time (backward against forward) and memory (saved tensors).
 
-The lesson ``notebooks/06_cost.ipynb`` shows the ideas in its own cells; this module does the
-tedious parts:
+The tools of lesson ``notebooks/06_cost.ipynb``; the checks of assignment 06 are the grader's
+(:mod:`autograd_course.grading.units.u06_cost`).
 
-- **memory**: :class:`SavedTensorLog` records every tensor autograd saves for backward, with
-  ``torch.autograd.graph.saved_tensors_hooks``, and says which operation saved it, whether it
-  is that operation's input or output, and how many bytes its storage holds.
+- **memory**: :class:`SavedTensorLog` records every tensor autograd saves for backward
+  (``torch.autograd.graph.saved_tensors_hooks``): which operation saved it, whether it is that
+  operation's input or output, and how many bytes its storage holds.
   :attr:`SavedTensorLog.total_bytes` counts each storage once (``x * x`` saves ``x`` twice,
   but keeps one storage alive); :attr:`SavedTensorLog.raw_bytes` counts every save.
 - **time**: :func:`median_time` (median of repeats after a warm-up, synchronising a GPU),
   :func:`forward_backward_times` for one model and input, :func:`compare_times` for several
   functions measured in turn, :func:`mlp` (the models timed).
 - **pictures and tables**: :func:`timing_table`, :func:`plot_ratios`, :func:`plot_saved_by_depth`.
-
-The checks of assignment 06 are the grader's (:mod:`autograd_course.grading.units.u06_cost`).
+- Byte counts are exact (shapes and dtypes only); times are measurements, and a lesson cell
+  that prints them is tagged "measured".
 
 >>> import torch
 >>> x = torch.tensor([0.0, 1.0, 2.0], requires_grad=True)
@@ -25,10 +25,6 @@ The checks of assignment 06 are the grader's (:mod:`autograd_course.grading.unit
 ...     y = (x * x).sum()
 >>> [(r.op, r.name) for r in log.records], log.raw_bytes, log.total_bytes
 ([('MulBackward0', 'x'), ('MulBackward0', 'x')], 24, 12)
-
-Byte counts are exact: they depend on shapes and dtypes only, never on the machine. Times are
-measurements: they vary from run to run, and a lesson cell that prints them is tagged
-"measured".
 """
 
 from __future__ import annotations

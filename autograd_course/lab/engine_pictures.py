@@ -1,23 +1,21 @@
 """Pictures of a computation graph that show the value and the gradient of every node.
 
-Lesson 07 builds a scalar autograd engine (a ``Value`` class) and compares it with PyTorch.
-The pictures of :mod:`autograd_course.kernel.graphs` (torchviz) show a graph's structure only; the
-pictures here show the numbers as well:
+Lesson 07 builds a scalar autograd engine (a ``Value`` class) and compares it with PyTorch;
+the pictures of :mod:`autograd_course.kernel.graphs` (torchviz) show a graph's structure only,
+these show the numbers as well:
 
-- :func:`draw_engine` draws the graph of the lesson's engine. It reads nodes by duck typing,
-  so the class stays the learner's: any object with ``data`` and ``grad`` (numbers),
-  ``_prev`` (the inputs it was computed from), ``_op`` (the operation's name, ``""`` for a
-  leaf) and, optionally, ``label`` can be drawn;
+- :func:`draw_engine` draws the graph of the lesson's engine, reading nodes by duck typing:
+  any object with ``data`` and ``grad`` (numbers), ``_prev`` (the inputs it was computed
+  from), ``_op`` (the operation's name, ``""`` for a leaf) and, optionally, ``label``;
 - :func:`draw_torch` draws a real PyTorch graph after ``backward()``, walked from the output's
-  ``grad_fn`` through ``next_functions``. The values are read from the tensors; the gradients
-  from a mapping ``{name: gradient}`` that hooks filled during ``backward()``
-  (``Tensor.register_hook``), or else from ``.grad`` (leaves, and tensors that called
-  ``retain_grad()``).
-
-With Graphviz's ``dot`` installed both return a :class:`autograd_course.kernel.graphs.Picture` (a
-PNG, with the text rendering as its plain text); without it they print
-:data:`autograd_course.kernel.graphs.INSTALL_HINT` and return a text rendering (:class:`EngineText`,
-:class:`TorchText`), as :func:`autograd_course.kernel.graphs.draw_graph` does.
+  ``grad_fn`` through ``next_functions``: values from the tensors, gradients from a mapping
+  ``{name: gradient}`` that hooks filled during ``backward()`` (``Tensor.register_hook``),
+  else from ``.grad`` (leaves, and tensors that called ``retain_grad()``);
+- with Graphviz's ``dot`` both return a :class:`autograd_course.kernel.graphs.Picture` (a PNG,
+  with the text rendering as its plain text); without it they print
+  :data:`autograd_course.kernel.graphs.INSTALL_HINT` and return a text rendering
+  (:class:`EngineText`, :class:`TorchText`), as :func:`autograd_course.kernel.graphs.draw_graph`
+  does.
 
 >>> class Node:  # any object with these attributes will do
 ...     def __init__(self, data, prev=(), op="", label=""):

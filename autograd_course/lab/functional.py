@@ -1,8 +1,7 @@
 """Measurements and pictures for lesson 10 (``torch.func``): per-sample gradients, Jacobians.
 
-The lesson ``notebooks/10_functional.ipynb`` writes the transforms out in its own cells (the
-per-sample loss, the Python loop it is compared with, the functions it differentiates); this
-module holds the tedious parts, timing and drawing, written once:
+The lesson (``notebooks/10_functional.ipynb``) writes the transforms out in its own cells; this
+module holds the timing and drawing:
 
 - **comparing values**: :func:`max_difference` and :func:`all_close` for two dicts of
   tensors (name -> tensor), such as per-sample gradients computed two ways;
@@ -11,7 +10,8 @@ module holds the tedious parts, timing and drawing, written once:
   :func:`autograd_course.lab.cost.compare_times`), :func:`speed_table` shows the result;
 - **Jacobians, timed**: :func:`jacobian_sweep` times ``torch.func.jacrev`` and
   ``torch.func.jacfwd`` over a grid of input sizes ``n`` and output sizes ``m``;
-  :func:`jacobian_table` and :func:`plot_jacobian_sweep` show it.
+  :func:`jacobian_table` and :func:`plot_jacobian_sweep` show it;
+- times are measurements: a lesson cell that prints them is tagged "measured".
 
 >>> import torch
 >>> a = {"w": torch.tensor([1.0, 2.0]), "b": torch.tensor([0.5])}
@@ -21,10 +21,6 @@ module holds the tedious parts, timing and drawing, written once:
 >>> row = SpeedRow(batch=32, loop=0.010, vectorised=0.002)
 >>> round(row.speed_up, 6)
 5.0
-
-Times are measurements: they vary from run to run and from machine to machine, and a lesson
-cell that prints them is tagged "measured". The lesson sets ``torch.set_num_threads(1)``
-before it measures (see lesson 06).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The last cell of every assignment calls it. It grades the notebook *as saved* exactly as
 ``autograd-course check`` does (it runs that command, with this kernel's Python) and prints
 the same report: PASS or FAIL and the points of each question, and the total. It needs the
-course itself, its ``source/`` and the grader's secret, so it works for self-study: a
+course itself (its ``source/`` and the grader's secret), so it works for self-study: a
 notebook opened from ``release/``, or fetched with the Assignment List under the course root.
 
 - The notebook is the one this kernel was started for: jupyter_server names it in the
@@ -14,11 +14,8 @@ notebook opened from ``release/``, or fetched with the Assignment List under the
 - The course root is the nearest folder above the notebook with ``nbgrader_config.py`` and
   ``source/``. A notebook with none above it (a student's copy on a course server) gets one
   line that starts with :data:`NOT_HERE`: submit it through the Assignment List instead.
-
-The cell imports this module only when ``NBGRADER_EXECUTION`` is unset (nbgrader sets it while
-it grades or validates): a sandboxed grading kernel sees only the package's ``kernel/``, which
-this module (in ``lab/``) is not part of, and the judge runs the locked cells too. The
-function also checks that variable.
+- The cell imports this module only when ``NBGRADER_EXECUTION`` is unset (nbgrader sets it
+  while it grades or validates); the function also checks that variable.
 
 >>> check_saved_notebook("01_gradients", environ={})  # doctest: +ELLIPSIS
 This check runs in JupyterLab (save the notebook, then run this cell); in a terminal at ...

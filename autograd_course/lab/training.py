@@ -1,8 +1,10 @@
 """Helpers for lesson 08 (a real training loop): data, graph measures, Newton vs SGD, pictures.
 
-The lesson's training loop and Newton's method are written out in the notebook, for learners
-to read; this module holds what they should not have to read: making the data, measuring
-how much of the autograd graph a tensor keeps alive, and drawing.
+The lesson's training loop and Newton's method are written out in the notebook; this module
+holds the rest: making the data, measuring how much of the autograd graph a tensor keeps
+alive, and drawing. Measures are exact counts (autograd nodes, bytes of saved tensors), never
+process memory readings. The grader's own copy of the assignment's model and training loop is
+in :mod:`autograd_course.grading.units.u08_training`.
 
 >>> import torch
 >>> from autograd_course.lab.training import graph_size, saved_bytes
@@ -14,12 +16,6 @@ how much of the autograd graph a tensor keeps alive, and drawing.
 (7, 12)
 >>> graph_size(0.0 + (w * w).sum().item())
 0
-
-Measures are exact counts (autograd nodes, bytes of saved tensors), never process memory
-readings, so a notebook prints the same numbers on every run.
-
-The grader's own copy of the assignment's model and training loop is in
-:mod:`autograd_course.grading.units.u08_training`.
 """
 
 from __future__ import annotations

@@ -11,16 +11,13 @@ Rules:
 - **Memory.** One limit (:attr:`KernelCgroup.limit`) charges the kernel's anonymous memory,
   page cache and tmpfs files, and the memory Linux allocates for it (socket buffers, pipes,
   kernel stacks, page tables): v2 ``memory.max`` with ``memory.swap.max`` 0 and
-  ``memory.oom.group`` 1; v1 ``memory.limit_in_bytes``, which counts kernel memory too
-  (checked on Linux 6.18: 306 MiB queued in Unix socket pairs showed as 313 MiB of
-  ``memory.kmem.usage_in_bytes`` inside 319 MiB of ``memory.usage_in_bytes``), with
-  ``memory.memsw.limit_in_bytes`` the same (no swap); TCP buffers, which v1 counts apart
-  (``memory.kmem.tcp.*``), get a limit of their own, :data:`TCP_BYTES`. Past the limit
-  Linux's out-of-memory killer ends a process of the cgroup (:meth:`KernelCgroup.oom_kills`).
-  The grader reads the usage (:meth:`KernelCgroup.memory_bytes`). The judge's measurements
-  of what an answer keeps (04 Q1, 08 Q1) read the kernel's processes' anonymous memory
-  instead (:func:`autograd_course.kernel.memory.tree_memory_bytes`): a cgroup's usage includes page
-  cache, which Linux may reclaim between two readings.
+  ``memory.oom.group`` 1; v1 ``memory.limit_in_bytes`` (kernel memory included) with
+  ``memory.memsw.limit_in_bytes`` the same (no swap), and a limit of their own for TCP
+  buffers (``memory.kmem.tcp.*``), :data:`TCP_BYTES`. Past the limit Linux's out-of-memory
+  killer ends a process of the cgroup (:meth:`KernelCgroup.oom_kills`). The grader reads the
+  usage (:meth:`KernelCgroup.memory_bytes`); the judge's measurements of what an answer keeps
+  read the processes' anonymous memory instead
+  (:func:`autograd_course.kernel.memory.tree_memory_bytes`).
 - **Processes and CPU.** ``pids.max`` (threads included, as ``RLIMIT_NPROC`` counts them); CPU
   time per 100 ms period (v2 ``cpu.max``, v1 ``cpu.cfs_quota_us``), where the ``cpu``
   controller is there.
@@ -46,7 +43,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograd_course.grading.boundary.sandbox import owner_gone
+from autograd_course.grading.boundary.folders import owner_gone
 from autograd_course.kernel.memory import KERNEL_CGROUPS
 
 #: The names of kernels' cgroups: the prefix, the grader's pid, a count.

@@ -3,20 +3,19 @@
 :class:`SandboxedExecute` is nbgrader's ``Execute`` with the kernel started from a command line
 it is given (the sandbox's, :mod:`.sandbox`) instead of a kernelspec the notebook names; the
 kernel's own stdout and stderr go to a log; a watchdog kills it when it uses more memory than
-allowed; a time-out of a cell is noted for the subclass (:mod:`.preprocessors.execute`) to
+allowed; a time-out of a cell is noted for the subclass (:mod:`..preprocessors.execute`) to
 explain. The subclass sees only this module's small API: :meth:`~SandboxedExecute.use_kernel`,
 :attr:`~SandboxedExecute.cell_timed_out`, :meth:`~SandboxedExecute.kernel_pid`,
 :attr:`~SandboxedExecute.kernel_started`, :attr:`~SandboxedExecute.watchdog`.
 
-A kernel that never answers its first request (``kernel_info``), or cannot even be started,
-is the grader's failure, never the student's: no code of the submission runs before that
-answer (the kernel starts with ``python -P``, its working folder off the import path). Such a
-failure is kept (:func:`not_started`), so that the grading process can refuse to score the
-submission (:class:`KernelNotStarted`, raised by :mod:`.runner` and :mod:`.selfcheck`); a
-kernel that dies after it answered (the notebook killed it) stays the notebook's.
-
-This is the one module that relies on private parts of jupyter_client and nbclient; each use
-says what it relies on, so that an upgrade that breaks one is found here.
+- A kernel that never answers its first request (``kernel_info``), or cannot even be started,
+  is the grader's failure, never the student's: no code of the submission runs before that
+  answer (the kernel starts with ``python -P``, its working folder off the import path). Such
+  a failure is kept (:func:`not_started`), so that the grading process can refuse to score the
+  submission (:class:`KernelNotStarted`, raised by :mod:`..runner` and :mod:`..selfcheck`); a
+  kernel that dies after it answered (the notebook killed it) stays the notebook's.
+- This is the one module that relies on private parts of jupyter_client and nbclient; each use
+  says what it relies on.
 """
 
 from __future__ import annotations
@@ -40,6 +39,7 @@ from nbgrader.preprocessors import Execute
 from traitlets import Any, Integer, Type
 
 from autograd_course.grading.boundary import cgroups, sandbox, warm
+from autograd_course.grading.boundary.folders import NOBODY, Folders, lock_sockets
 from autograd_course.kernel.memory import tree_memory_bytes
 
 GRADING_KERNEL = "autograd-course-grading"
@@ -176,7 +176,7 @@ class GradingKernelManager(AsyncKernelManager):
     read, and whose clients refuse messages over :data:`MAX_MESSAGE` (a kernel flooding its
     outputs cannot fill the grader's memory with them)."""
 
-    owner: int = sandbox.NOBODY
+    owner: int = NOBODY
     client_factory = Type(GradingClient)  # the class of the clients ``client()`` makes
 
     def __init__(self, **kwargs):
@@ -351,12 +351,12 @@ def log_tail(path: Path, lines: int = 3) -> str:
 
 class KernelLog:
     """A kernel's own stdout and stderr (not the notebook's outputs): a FIFO in its host
-    folder (:attr:`.sandbox.Folders.output`, which a forked kernel opens by name), copied
-    by a grader thread into :attr:`.sandbox.Folders.log`, at most :data:`LOG_BYTES`. The
+    folder (:attr:`.folders.Folders.output`, which a forked kernel opens by name), copied
+    by a grader thread into :attr:`.folders.Folders.log`, at most :data:`LOG_BYTES`. The
     kernel never holds a descriptor of a host file: through one it could reserve disk
     space (``fallocate`` with ``FALLOC_FL_KEEP_SIZE``) past every file-size limit."""
 
-    def __init__(self, folders: sandbox.Folders):
+    def __init__(self, folders: Folders):
         self.folders = folders
         os.mkfifo(folders.output, 0o600)
         self._read = os.open(folders.output, os.O_RDONLY | os.O_NONBLOCK)
@@ -391,7 +391,7 @@ class KernelPlan:
     """How to start one grading kernel: its command line, its folders and its user."""
 
     argv: list[str]
-    folders: sandbox.Folders
+    folders: Folders
     memory_limit_mb: int
     uid: int | None = None
     log: object = None
@@ -455,7 +455,7 @@ class SandboxedExecute(Execute):
             raise
         finally:
             if getattr(self, "cgroup", True) is None:
-                from .preprocessors.cells import notes
+                from autograd_course.grading.preprocessors.cells import notes
 
                 if NO_CGROUP not in notes(resources):
                     notes(resources).append(NO_CGROUP)
@@ -483,7 +483,7 @@ class SandboxedExecute(Execute):
             kernel_name=GRADING_KERNEL, kernel_spec_manager=OneKernelSpec(spec),
             transport="ipc", ip=str(plan.folders.ipc / "kernel"),
             connection_file=str(plan.folders.ipc / "kernel.json"), config=self.config)
-        self.km.owner = sandbox.NOBODY if plan.uid is None else plan.uid
+        self.km.owner = NOBODY if plan.uid is None else plan.uid
         if plan.warm is not None:
             # jupyter_client (public): a manager given a provisioner before its start uses it
             self.km.provisioner = warm.WarmProvisioner(
@@ -511,7 +511,7 @@ class SandboxedExecute(Execute):
     def start_new_kernel_client(self):
         client = super().start_new_kernel_client()
         self.kernel_started = True
-        sandbox.lock_sockets(self._plan.folders)  # its sockets are made: no more files there
+        lock_sockets(self._plan.folders)  # its sockets are made: no more files there
         pid = self.kernel_pid()
         if pid is not None:
             self.watchdog.watch(pid)

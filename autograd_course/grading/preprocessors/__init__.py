@@ -4,24 +4,21 @@ One class per module, as in nbgrader's own ``preprocessors`` package:
 
 - reading (:mod:`.exporter`): :class:`TolerantNotebookExporter` grades a file that is not a
   valid notebook as an empty submission instead of stopping;
-- sanitize stage, before the notebook runs (:mod:`.repair`): :class:`RepairSubmission` puts
-  back cells a student deleted and notes edited locked cells;
+- sanitize stage (:mod:`.repair`): :class:`RepairSubmission` puts back cells a student deleted
+  and notes edited locked cells;
 - autograde stage: :class:`JudgedExecute` (:mod:`.execute`) runs the student's cells in a
-  sandboxed kernel and the test cells in the judge, outside that kernel, and writes each test
-  cell's verdict as its outputs; :class:`RecordResults` (:mod:`.results`) writes the grade
-  record (scores, diagnoses, notes, flags for review) and puts each diagnostic into the
-  gradebook comment that the feedback shows;
-- last in the autograde stage (:mod:`.inert`): :class:`MakeInert` keeps only inert content
-  (text, PNG and JPEG images; the student's markdown as text) in the autograded notebook that
-  formgrader and the feedback show;
+  sandboxed kernel and the test cells in the judge, and writes each test cell's verdict as its
+  outputs; :class:`RecordResults` (:mod:`.results`) writes the grade record and puts each
+  diagnostic into the gradebook comment that the feedback shows; last, :class:`MakeInert`
+  (:mod:`.inert`) keeps only inert content in the autograded notebook;
 - feedback (:mod:`.feedback`): :class:`HideHiddenTests` removes hidden-test code and
-  tracebacks from the feedback; :class:`ShowCommentsAsText` shows the automatic diagnostic
-  and the instructor's comment, both, as text; :class:`ListOtherFiles` keeps the
-  submission's files out of ``feedback/`` and lists them as text; its page
-  is written by :class:`FeedbackExporter` (:mod:`.exporter`), which compiles nbconvert's
-  templates once per process.
+  tracebacks; :class:`ShowCommentsAsText` shows the automatic diagnostic and the instructor's
+  comment as text; :class:`ListOtherFiles` keeps the submission's files out of ``feedback/``
+  and lists them as text; the page is written by :class:`FeedbackExporter` (:mod:`.exporter`),
+  which compiles nbconvert's templates once per process.
 
-The kernel's provisioning (started in the sandbox, logged, watched) is :mod:`..kernel`.
+The kernel's provisioning (started in the sandbox, logged, watched) is
+:mod:`..boundary.provision`.
 """
 
 from .cells import cell_role

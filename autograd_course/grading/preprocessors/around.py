@@ -1,28 +1,23 @@
 """Around each submission that nbgrader's own Autograde grades: the course's lock and roster.
 
-``autograd-course grade`` holds the gradebook's grading lock (:func:`..gradebook.exclusive`)
-from its start to its end, and puts the roster's names into the gradebook before it grades
-(:mod:`..roster`). Plain ``nbgrader autograde`` and formgrader's *Autograde* run nbgrader's
-own Autograde instead; its exporter is the course's (:class:`.TolerantNotebookExporter`),
-which calls :func:`submission` around every notebook it reads, so that they do the same:
+Plain ``nbgrader autograde`` and formgrader's *Autograde* run nbgrader's own Autograde; its
+exporter is the course's (:class:`.TolerantNotebookExporter`), which calls :func:`submission`
+around every notebook it reads, so that they do what ``autograd-course grade`` does
+(:func:`..gradebook.exclusive`, :mod:`..roster`):
 
 - **the lock**: held while each notebook of a submission is read and graded (each of
   nbgrader's stages: sanitizing, then autograding), and released when that stage ends,
-  whatever its outcome, so a failure can never leave it held. A ``grade`` run
-  and an Autograde on one gradebook never write at once: the second waits, and its log says
-  so (an INFO line). It is the lock ``grade`` takes, keyed by the gradebook (PostgreSQL's
-  advisory lock for the course, or the file beside a SQLite gradebook); a thread that holds
-  it does not take it again. ``grade``'s workers run nbgrader's Autograde in a prepared course
-  with a gradebook of its own, so they take that gradebook's lock, never the course's: they
-  never wait for the ``grade`` run that started them.
+  whatever its outcome. A ``grade`` run and an Autograde on one gradebook never write at
+  once: the second waits, and its log says so (an INFO line). It is the lock ``grade`` takes,
+  keyed by the gradebook (PostgreSQL's advisory lock, or the file beside a SQLite gradebook);
+  a thread that holds it does not take it again. ``grade``'s workers grade in a prepared
+  course with a gradebook of its own, so they take that gradebook's lock, never the course's.
 - **the roster**: when ``roster.csv`` at the course root is new or changed since this process
   last read it for this gradebook, it is read and put into the gradebook as ``grade`` does
-  (:func:`..roster.apply`: every student of the roster, names updated), so formgrader lists
-  students by name. A roster that cannot be read is a WARNING naming the file, the line and
-  the problem, and grading goes on (names are not grades; ``grade`` refuses to start).
-
-Not covered: nbgrader's own writes outside a notebook's stages (it creates the student's and
-the submission's rows before the first one, as ``grade`` does too).
+  (:func:`..roster.apply`: every student of the roster, names updated). A roster that cannot
+  be read is a WARNING naming the file, the line and the problem, and grading goes on.
+- **not covered**: nbgrader's own writes outside a notebook's stages (it creates the
+  student's and the submission's rows before the first one, as ``grade`` does too).
 """
 
 from __future__ import annotations

@@ -18,6 +18,12 @@ from traitlets import Bool, Integer, List, Unicode
 
 from autograd_course.grading import intake, scan, served
 from autograd_course.grading.boundary import sandbox, warm
+from autograd_course.grading.boundary.folders import (
+    KERNEL_FOLDERS,
+    kernel_user,
+    prepare_folders,
+    sweep_stale_folders,
+)
 from autograd_course.grading.boundary.provision import KernelPlan, SandboxedExecute, log_tail
 from autograd_course.grading.containment import contained
 from autograd_course.grading.course import SECRET_FILE, read_secret
@@ -56,10 +62,10 @@ _said: set[str] = set()  # why warm kernels could not run, once each per process
 
 def _sweep_once() -> None:
     """Remove, once per grading process, the kernel folders that graders which were killed
-    (and so could not clean up) left behind (:func:`sandbox.sweep_stale_folders`)."""
+    (and so could not clean up) left behind (:func:`.folders.sweep_stale_folders`)."""
     if not _swept.is_set():
         _swept.set()
-        sandbox.sweep_stale_folders()
+        sweep_stale_folders()
 
 
 class JudgedExecute(SandboxedExecute):
@@ -157,10 +163,10 @@ class JudgedExecute(SandboxedExecute):
         _sweep_once()
         private = _private_paths(coursedir) + [Path(p) for p in self.hide_paths]
         zygote = self._zygote(private)
-        with (tempfile.TemporaryDirectory(prefix=f"{sandbox.KERNEL_FOLDERS}{os.getpid()}-",
+        with (tempfile.TemporaryDirectory(prefix=f"{KERNEL_FOLDERS}{os.getpid()}-",
                                           dir=zygote and zygote.spool) as tmp,
-              sandbox.kernel_user() as uid):
-            folders = sandbox.prepare_folders(Path(tmp), uid)
+              kernel_user() as uid):
+            folders = prepare_folders(Path(tmp), uid)
             notes += _copy_other_files(resources, self.config, folders.files)
             limits = sandbox.Limits(memory_mb=self.memory_limit_mb, cpu_seconds=self.cpu_seconds,
                                     processes=self.max_processes, work_mb=self.disk_mb,
@@ -221,8 +227,10 @@ class JudgedExecute(SandboxedExecute):
     def _link(self):
         """The judge's session and its link to the kernel, made at their first use."""
         if self.session is None:
-            link = judge.JupyterLink(self.km, self.reply_limit_mb * 2**20,
-                                     alive=self.kernel_alive, pid=self.kernel_pid)
+            from autograd_course.grading.boundary.links import JupyterLink  # loads with judge.start
+
+            link = JupyterLink(self.km, self.reply_limit_mb * 2**20,
+                               alive=self.kernel_alive, pid=self.kernel_pid)
             self.session = judge.Session(link, seed_key=judge.seed_key(*self._seed),
                                          timeout=float(self.timeout or 60),
                                          budget=self._budget_end)

@@ -1,38 +1,28 @@
 """What people see of a submission: inert text and images, nothing that runs in a browser.
 
-Formgrader and the feedback render the autograded notebook as HTML on the Jupyter server's
-origin, with the instructor's session: a student's ``text/html``, JavaScript, SVG or raw-HTML
-markdown would run there as the instructor. :class:`MakeInert` runs last in the autograde
-pipeline, so that the notebook on disk in ``autograded/`` is already clean for every viewer:
+:class:`MakeInert` runs last in the autograde pipeline, so that the notebook on disk in
+``autograded/`` is already clean for formgrader, the feedback and every other viewer:
 
 - **outputs** keep only ``text/plain``, streams, errors as text, and raster images
   (``image/png``, ``image/jpeg``) whose bytes are base64 of a real PNG or JPEG header; every
-  other kind (HTML, JavaScript, SVG, markdown, LaTeX, widgets, PDF...) is dropped, and an
-  output left with nothing becomes a one-line note naming what was removed. Output metadata
-  keeps only an image's width and height, as integers; a stream's name is stdout or stderr;
+  other kind (HTML, JavaScript, SVG, markdown, LaTeX, widgets, PDF...) is dropped, never
+  parsed, and an output left with nothing becomes a one-line note naming what was removed.
+  Output metadata keeps only an image's width and height, as integers; a stream's name is
+  stdout or stderr;
 - **markdown** the course wrote (a locked cell of release/, or a cell whose text is the
   release's own) renders as usual; markdown and raw cells the student wrote are shown as
-  text (a fenced code block, which Markdown renders as escaped text in ``<pre>`` and MathJax
-  skips), so no HTML, link or image of theirs reaches the page;
+  text (a fenced code block);
 - **metadata**: a cell keeps only well-formed nbgrader metadata (tags, attachments and the
   rest go); the notebook keeps only its kernel and language (notebook widget state goes);
 - **text** (streams, errors' name, value and traceback, ``text/plain``) loses every terminal
-  escape sequence and every other ESC or C1 control character (:func:`plain`), so no page
-  maker spends time on colour codes (nbconvert's ``ansi2html`` took 98 s on 1 MB lines of
-  them), and the outputs kept are capped: :data:`MAX_CELL` bytes of each cell's outputs and
+  escape sequence and every other ESC or C1 control character (:func:`plain`), and the
+  outputs kept are capped: :data:`MAX_CELL` bytes of each cell's outputs and
   :data:`MAX_NOTEBOOK` of the notebook's (a test cell's verdict counts against its cell's cap
   only); what is cut ends with a note that says so;
 - **a test cell's verdict** (the judge's message, the reason it needs a manual look) is
-  wrapped at :data:`VERDICT_WIDTH` characters a line (:func:`wrap_verdict`): formgrader and
-  the feedback show outputs in a box that does not wrap, and cut a longer line off at its edge;
+  wrapped at :data:`VERDICT_WIDTH` characters a line (:func:`wrap_verdict`);
 - **files** beside the notebook in ``autograded/`` (the student's, the kernel's) get names
   Jupyter serves as text, an image or a download, never as a page (:mod:`..served`).
-
-These bounds make the pages' cost bounded by construction, also under plain nbgrader, where
-no parent process holds a budget (:mod:`..bounded`).
-
-Honest pictures still show: matplotlib's figures are PNG, and so are the computation graphs
-:mod:`autograd_course.kernel.graphs` draws. SVG is never parsed here.
 """
 
 from __future__ import annotations
