@@ -21,7 +21,7 @@ else:
 # Largest file (in kB) a submission may bring. nbgrader's exchange leaves bigger ones out when
 # students submit; the course's grader applies it wherever a submission enters, before a file
 # is read: a notebook larger than this is graded as not a notebook, other files are left out
-# (with a note), and a zip with a bigger member is refused (autograd_course/grading/intake.py).
+# (with a note), and a zip with a bigger member is refused (autograd_course/grading/zips.py).
 c.CourseDirectory.max_file_size = 10000
 # Never copy these into release/ or submitted/ (caches and checkpoints).
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback"]

@@ -169,7 +169,7 @@ def test_without_a_cgroup_the_record_says_so_and_rlimits_stay(kernel, tmp_path, 
 
 @needs_cgroups
 def test_unix_socket_buffers_count_in_a_kernel_cgroup():
-    """The empirical check the module's docstring quotes: 200 MiB queued in socket pairs by a
+    """The empirical check docs/design.md quotes (cgroups.py): 200 MiB queued in socket pairs by a
     process that entered a cgroup as a cold kernel does (sandbox.enter_cgroup) show in the
     cgroup's usage, while its private memory stays small."""
     code = SOCKETS.replace("5 * 2**29", "200 * 2**20") + "print('ready', flush=True)\n" + (
