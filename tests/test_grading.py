@@ -164,7 +164,7 @@ def test_flags_ask_a_person_to_look_and_cost_nothing(graded):
 def test_nothing_outside_the_kernel_changed(graded):
     assert graded["after"] == graded["before"], "the package, source/, release/ or config changed"
     assert course.snapshot(graded["base"] / "submitted") == graded["submitted"]
-    assert "HOSTILE-EDIT" not in (PACKAGE / "checks.py").read_text()
+    assert [p for p in PACKAGE.rglob("*.py") if "HOSTILE-EDIT" in p.read_text()] == []
 
 
 @pytest.mark.class_grading
@@ -186,6 +186,8 @@ def test_check_gives_the_verdict_of_grade_for_every_case(graded):
             line = (f"{'PASS' if q['passed'] else 'FAIL'} {q['question']}: "
                     f"{q['score'] or 0:g}/{q['points']:g}")
             said = f"  {safe(q['message'])}" if q["message"] else ""
+            if hostile_class.CASES[student].racy:  # the score, not the wording of a race
+                said = ""
             assert line + said in block, (student, line)
         assert f"total: {rec.score:g}/{rec.max_score:g}" in block
 
@@ -195,6 +197,11 @@ def test_two_gradings_give_the_same_grades_and_messages(graded):
     # plain nbgrader and autograd-course grade graded the same submissions independently
     for student in hostile_class.CASES:
         first, second = _record(graded["base"], student), _record(graded["parallel"], student)
+        if hostile_class.CASES[student].racy:  # the scores, not the wording of a race
+            assert [(q["question"], q["passed"], q["score"]) for q in first.questions] == [
+                (q["question"], q["passed"], q["score"]) for q in second.questions], student
+            assert first.score == second.score == hostile_class.CASES[student].score, student
+            continue
         assert first.questions == second.questions, student
         assert (first.flags, first.failure) == (second.flags, second.failure), student
 
