@@ -5,7 +5,8 @@ the reference solution of every question of every unit is graded in-process (as 
 it, :func:`support.inprocess.run_judged`), for two students. What the kernel would unpickle is
 walked, bounded: functions (code and its constants, defaults, keyword defaults, closures, the
 globals their code names), classes and instances (their attributes), containers; objects a
-kernel imports by reference (torch, this package) are not entered. A question fails if
+kernel imports by reference (torch, this package's kernel/) are not entered, and
+nothing else of this package may be sent by reference. A question fails if
 anything walked
 
 - holds a value drawn for the test (by ``fresh``, ``fresh_float``, ``fresh_int``: a number of
@@ -150,7 +151,7 @@ class Walk:
         if isinstance(obj, dict):
             return ("dict", tuple((down(k), down(v)) for k, v in obj.items()))
         if isinstance(obj, types.ModuleType):
-            return ("module", obj.__name__)
+            return ("module", _importable(obj.__name__))
         if isinstance(obj, types.CodeType):
             return ("code", obj.co_code, obj.co_names, down(obj.co_consts))
         if isinstance(obj, types.CellType):
@@ -159,7 +160,7 @@ class Walk:
             except ValueError:
                 return ("cell",)
         if isinstance(obj, types.FunctionType | type) and _by_reference(obj):
-            return ("ref", obj.__module__, obj.__qualname__)
+            return ("ref", _importable(obj.__module__), obj.__qualname__)
         if isinstance(obj, types.FunctionType):
             names = set(_names_in(obj.__code__))
             used = {n: v for n, v in obj.__globals__.items() if n in names}
@@ -186,6 +187,16 @@ class Walk:
             if hasattr(obj, name):
                 attributes[name] = getattr(obj, name)
         return ("object", down(type(obj)), down(attributes))
+
+
+def _importable(module: str) -> str:
+    """``module``, which the kernel is to import: of this package, only ``kernel/`` is there
+    (the sandbox mounts nothing else), so a test that sends the grader's own function by name
+    would fail in every graded kernel."""
+    assert module == "autograd_course" or not module.startswith("autograd_course.") \
+        or module.startswith("autograd_course.kernel."), (
+        f"a test sends {module} by name: a graded kernel cannot import it")
+    return module
 
 
 def _by_reference(obj) -> bool:
