@@ -1,8 +1,9 @@
 """autograd_course: helpers for an auto-graded Jupyter course on torch.autograd.
 
-The lesson notebooks and graded exercises import this package for everything that is
-not what a learner should read: drawing computation graphs, plotting, seeding, and the
-checks that turn a wrong gradient into feedback that names the mistake.
+Its folders say where their code runs: ``kernel/`` is all a graded kernel may import (the
+checks, hints and lesson helpers the notebooks use; the sandbox mounts only it and this file),
+``lab/`` the learner's JupyterLab tools, ``grading/`` the grader, ``testkit/`` what only tests
+use. The map: docs/authoring.md.
 """
 
 __version__ = "0.1.0"

@@ -52,7 +52,7 @@ def test_accumulated_grad_still_catches_each_wrong_factor_on_1000_draws():
                 checks.check_accumulated_grad(wrong_answer, w0, x, t, n)
 
 
-# --- checks.py ----------------------------------------------------------------------------------
+# --- kernel/checks/ ------------------------------------------------------------------------------
 
 
 def diagnosis_of(fn, *args, **kwargs) -> CheckError:
@@ -141,7 +141,7 @@ def test_a_failing_check_in_a_real_kernel_shows_the_diagnosis_alone(root):
     NotebookClient(nb, kernel_name="python3", allow_errors=True,
                    resources={"metadata": {"path": str(root)}}).execute()
     (error,) = [o for o in nb.cells[0].outputs if o.output_type == "error"]
-    assert len(error.traceback) == 1, error.traceback  # no frames of checks.py
+    assert len(error.traceback) == 1, error.traceback  # no frames of kernel/checks/
     assert "x.grad is twice the right gradient" in error.traceback[0]
 
 
@@ -198,7 +198,7 @@ def test_an_unanswered_question_shows_one_line_in_a_real_kernel(root):
         if found:
             errors[label] = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in found[0].traceback]
     for label in ("via run_answer", "via in_kernel", "called directly", "name not defined"):
-        assert len(errors[label]) == 1, (label, errors[label])  # no frames of checks.py
+        assert len(errors[label]) == 1, (label, errors[label])  # no frames of kernel/checks/
         assert errors[label][0].startswith("NotAnswered: "), errors[label]
     assert "grad_of(...) is not answered yet" in errors["via run_answer"][0]
     assert "raise NotImplementedError()" in errors["called directly"][0]

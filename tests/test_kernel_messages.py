@@ -1,8 +1,8 @@
 """What a grading kernel sends the grader: bounded by the grader's side, and in small parts.
 
-The grader's session (grading.kernel.BoundedSession) refuses a message too large in all its
-parts, too full of structure, or with a wrong signature, and gives a reason that is the same
-every time; the kernel's stream (autograd_course.kernel.streams) sends a loop of prints in
+The grader's session (grading.boundary.provision.BoundedSession) refuses a message too large
+in all its parts, too full of structure, or with a wrong signature, and gives a reason that is
+the same every time; the kernel's stream (autograd_course.kernel.streams) sends a loop of prints in
 messages of a bounded size, whatever the timing.
 """
 
@@ -14,8 +14,7 @@ import pytest
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.session import Session
 
-from autograd_course.grading.boundary import provision as kernel
-from autograd_course.grading.boundary import sandbox
+from autograd_course.grading.boundary import provision, sandbox
 from autograd_course.kernel import streams
 
 
@@ -29,25 +28,25 @@ def _parts(session: Session, buffers=()) -> list[bytes]:
 
 def test_a_message_of_many_parts_is_refused_and_stops_the_kernel():
     refused = []
-    grader = kernel.BoundedSession(key=b"k", max_bytes=2**20, on_refused=refused.append)
+    grader = provision.BoundedSession(key=b"k", max_bytes=2**20, on_refused=refused.append)
     kernel_side = Session(key=b"k")
     assert grader.deserialize(_parts(kernel_side))["content"]["text"] == "parts"
     with pytest.raises(ValueError) as too_large:
         grader.deserialize(_parts(kernel_side, [b"x" * 2**19] * 3))  # each part is small
-    assert refused == [str(too_large.value)] == [kernel.TOO_LARGE]
+    assert refused == [str(too_large.value)] == [provision.TOO_LARGE]
 
 
 def test_a_wrong_signature_gets_one_reason_whatever_the_message():
     refused = []
-    grader = kernel.BoundedSession(key=b"k", max_bytes=2**20, on_refused=refused.append)
+    grader = provision.BoundedSession(key=b"k", max_bytes=2**20, on_refused=refused.append)
     for key in (b"other", b"another"):
         with pytest.raises(ValueError):
             grader.deserialize(_parts(Session(key=key)))
-    assert refused[0] == refused[1] == kernel.unreadable("a wrong signature")
+    assert refused[0] == refused[1] == provision.unreadable("a wrong signature")
 
 
 def test_too_much_structure_is_refused_over_all_the_parts_together():
-    grader = kernel.BoundedSession(key=b"k", max_bytes=2**30)
+    grader = provision.BoundedSession(key=b"k", max_bytes=2**30)
     kernel_side = Session(key=b"k")
     for content, metadata in (([[]] * 3_000_000, {}), ([[]] * 600_000, {"m": [[]] * 600_000})):
         message = kernel_side.msg("stream", {"name": "stdout", "text": content},
@@ -55,14 +54,14 @@ def test_too_much_structure_is_refused_over_all_the_parts_together():
         _, parts = kernel_side.feed_identities(kernel_side.serialize(message))
         with pytest.raises(ValueError) as refused:
             grader.deserialize(parts)
-        assert str(refused.value) == kernel.TOO_STRUCTURED
+        assert str(refused.value) == provision.TOO_STRUCTURED
 
 
 def test_a_header_of_many_dates_is_refused_before_it_is_parsed():
     # jupyter_client reads every string of a header as a possible date (dateutil): a million
     # of them passed the size and structure limits and cost the grader about 8 CPU-seconds
     refused = []
-    grader = kernel.BoundedSession(key=b"k", max_bytes=2**30, on_refused=refused.append)
+    grader = provision.BoundedSession(key=b"k", max_bytes=2**30, on_refused=refused.append)
     kernel_side = Session(key=b"k")
     message = kernel_side.msg("stream", {"name": "stdout", "text": "dates"})
     message["header"]["d"] = ["2020-01-01T00:00:00.123456+01:00"] * 100_000
@@ -70,7 +69,7 @@ def test_a_header_of_many_dates_is_refused_before_it_is_parsed():
     started = time.process_time()
     with pytest.raises(ValueError):
         grader.deserialize(parts)
-    assert refused == [kernel.HEADER_TOO_LARGE]
+    assert refused == [provision.HEADER_TOO_LARGE]
     assert time.process_time() - started < 0.1  # refused on its size, not parsed
     honest = kernel_side.msg("stream", {"name": "stdout", "text": "x"},
                              parent=kernel_side.msg("execute_request", {}))
@@ -80,14 +79,14 @@ def test_a_header_of_many_dates_is_refused_before_it_is_parsed():
 
 def test_a_signed_message_that_is_not_a_jupyter_message_gets_one_reason():
     refused = []
-    grader = kernel.BoundedSession(key=b"k", max_bytes=2**20, on_refused=refused.append)
+    grader = provision.BoundedSession(key=b"k", max_bytes=2**20, on_refused=refused.append)
     kernel_side = Session(key=b"k")
     rest = _parts(kernel_side)[2:5]  # parent header, metadata, content
     # both signed; the second nested far past Python's recursion limit, within MAX_HEADER
     for header in (b'"not a header"', b"[" * 30_000 + b"]" * 30_000):
         with pytest.raises(ValueError):
             grader.deserialize([kernel_side.sign([header, *rest]), header, *rest])
-    assert refused == [kernel.unreadable("not a Jupyter message")] * 2
+    assert refused == [provision.unreadable("not a Jupyter message")] * 2
 
 
 def test_prints_arrive_in_small_messages_a_long_one_in_slices(tmp_path):

@@ -1,29 +1,20 @@
 """One wall-clock budget per submission, held by the parent of the work it bounds.
 
-A :class:`Child` is a process that runs the calls its parent sends, one at a time; the parent
-keeps the clock:
+A :class:`Child` runs the calls its parent sends, one at a time; the parent keeps the clock
+(why, and the plain-nbgrader case: docs/design.md#autograd_coursegradingboundedpy):
 
-- the parent gives each call its seconds (:meth:`Child.call`, or :meth:`Child.send` and
-  :meth:`Child.receive` for many children at once); past them it kills the child and every
-  process under it (kernels, the zygote, bubblewrap: :func:`kill_tree`), and the call raises
-  :class:`Overrun`: that call's failure alone. The next call needs a new child;
-- a child that dies during a call (a signal, the OOM killer) raises :class:`Died`;
-- an exception in the call comes back as itself; ``SystemExit`` or any other
-  ``BaseException`` that is not an ``Exception``, or one that cannot be pickled, comes back
-  as :class:`Raised`, which names it (the parent never exits for a child's call);
+- each call has its seconds (:meth:`Child.call`, or :meth:`Child.send` and :meth:`Child.receive`
+  for many children at once); past them the child and every process under it are killed
+  (:func:`kill_tree`), and the call raises :class:`Overrun`; the next call needs a new child;
+- a child that dies during a call raises :class:`Died`; an exception in the call comes back as
+  itself; any other ``BaseException``, or one that cannot be pickled, as :class:`Raised`;
 - a child whose parent dies exits, calling its ``on_orphan``;
-- a child, and everything it starts, is out of reach of the terminal's Ctrl-C (SIGINT): the
-  forkserver is started with SIGINT ignored, and each child ignores SIGINT and leaves the
-  terminal's session (``setsid``). On a Ctrl-C only the parent is interrupted, and it kills
-  its children (:meth:`Child.kill`);
-- children import this package from where the parent did: the forkserver starts without the
-  current folder on its import path (``PYTHONSAFEPATH``) and with
-  :func:`.boundary.sandbox.package_environment`.
+- a child, and all it starts, is out of reach of the terminal's Ctrl-C (SIGINT ignored,
+  ``setsid``): only the parent is interrupted, and it kills its children (:meth:`Child.kill`);
+- children import this package from where the parent did (``PYTHONSAFEPATH``,
+  :func:`.boundary.sandbox.package_environment`).
 
-Users: ``autograd-course grade`` (:mod:`.runner`; on a Dask worker,
-:func:`.tasks.grade_within`) and ``autograd-course check`` (:mod:`.selfcheck`). Plain
-``nbgrader autograde`` and ``generate_feedback`` have no such parent: there
-``JudgedExecute.notebook_seconds`` and :class:`.preprocessors.MakeInert` bound the work.
+Users: :mod:`.runner` (on a Dask worker, :func:`.tasks.grade_within`) and :mod:`.selfcheck`.
 """
 
 from __future__ import annotations

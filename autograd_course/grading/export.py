@@ -1,29 +1,18 @@
 """Grades out of the gradebook, as files that csv readers, spreadsheets and an LMS read right.
 
-- every export is written with Python's :mod:`csv` module (RFC 4180 quoting: a field with a
-  comma, a quote or a line break is quoted, quotes doubled);
+Why, and each format's columns: docs/design.md#autograd_coursegradingexportpy. Rules:
+
+- every export is written with Python's :mod:`csv` module (RFC 4180 quoting);
 - every **text** cell (names, ids, e-mails, assignment names) is neutralised against CSV
   injection (:func:`cell`): one that begins with ``=``, ``+``, ``-``, ``@``, a tab or a
-  carriage return gets a leading single quote. A text that looks like a number (a student id
-  ``-12``) is still text, and quoted;
-- **numbers stay numbers**: a score, a penalty or a maximum is written as the number the
-  gradebook holds (``-1.5`` stays ``-1.5``);
-- both formats count the assignments the gradebook knows: those released
-  (``autograd-course release``) or graded, never the units of ``source/`` no one was given.
+  carriage return gets a leading single quote; a text that looks like a number is still text;
+- **numbers stay numbers**: a score, a penalty or a maximum is the number the gradebook holds;
+- both formats count the assignments released or graded, never the units no one was given.
 
-Two formats:
-
-- :class:`CsvExportPlugin` (``nbgrader``): nbgrader's ``grades.csv``, the same columns and
-  rows as nbgrader's own plugin (one row per assignment and student, 0 for no submission,
-  the score less the late penalty, never below 0). ``autograd-course grade`` writes
-  ``grades.csv`` with it, and the course's ``nbgrader_config.py`` makes it
-  ``nbgrader export``'s plugin (``c.ExportApp.plugin_class``).
-- :class:`CanvasExportPlugin` (``canvas``): Canvas's gradebook import
-  (Grades > Import): columns ``Student`` ("Last, First"), ``ID`` (Canvas's user id: the
-  roster's ``lms_user_id``), ``SIS User ID`` (empty), ``SIS Login ID`` (the student id, the
-  course's login), ``Section`` (empty), then one column per assignment; the first data row is
-  ``Points Possible`` with each assignment's maximum. The score is nbgrader's (late penalty
-  applied; 0 for no submission).
+Formats: :class:`CsvExportPlugin` (``nbgrader``), nbgrader's ``grades.csv`` as nbgrader's own
+plugin writes it (``grade`` writes it; ``nbgrader export`` uses it, by the course's config);
+:class:`CanvasExportPlugin` (``canvas``), Canvas's gradebook import. Both score as nbgrader
+does: late penalty applied, never below 0; 0 for no submission.
 """
 
 from __future__ import annotations

@@ -1,37 +1,17 @@
 """Feedback pages that can be released, and that show the grades the gradebook holds now.
 
-**Release for every submission.** nbgrader's ``release_feedback`` reads two files from each
-``feedback/STUDENT/ASSIGNMENT/`` folder: ``timestamp.txt`` and ``submission_secret.txt``
-(the exchange's ``submit`` writes both; the page is released under a name made from the
-secret, which only the student's own copy of the submission knows). A submission that did not
-come through the exchange (put into ``submitted/`` by hand, from ``grade --zip``, the
-testkit) has neither, and ``nbgrader release_feedback ASSIGNMENT`` stopped for the whole
-class at the first such student. Every graded submission's ``autograded/`` and ``feedback/``
-folders now hold both (:func:`nbgrader_files`, added where grading makes the folders, so
-``nbgrader generate_feedback`` and formgrader's buttons, which copy ``autograded/`` into
-``feedback/``, keep them):
+Why, and what nbgrader expects: docs/design.md#autograd_coursegradingfeedbackpy. Rules:
 
-- ``submission_secret.txt``: the submission's own when it came through the exchange;
-  otherwise one made for it, ``HMAC-SHA512(course secret, "feedback\\0ASSIGNMENT\\0STUDENT")``
-  in hex (128 characters, as long as the exchange's), stable across regrades and unknown to
-  anyone without the course's ``.grader-secret``. No student holds it, so such a page is
-  released to the exchange but fetched by no one (the student never submitted there); a
-  student who did submit through the exchange fetches their page as before.
-- ``timestamp.txt``: the submission's own; otherwise the submission's timestamp in the
-  gradebook, or, without one, the time it was graded (release_feedback only prints it).
-
-**Pages that follow the gradebook.** A page is made from the autograded notebook and the
-gradebook: scores (automatic, manual, extra credit), comments (automatic, manual) and the
-late penalty. ``autograd-course grade`` skips unchanged submissions, and a grading worker
-makes a page from its own gradebook, which has no manual grades, so a manual score or comment
-entered in formgrader never reached the page. Each page's **state** (:func:`state`: a digest
-of all the above) is kept in a table of the course's own beside nbgrader's,
-``autograd_course_feedback`` (:data:`PAGES`): the worker's state when a grade is merged, the
-gradebook's when a page is made here. :func:`refresh` (run by ``grade`` after merging, and by
-``autograd-course feedback``) makes again, with nbgrader's GenerateFeedback and the course's
-config, in this process (the autograded notebook is inert: :mod:`.preprocessors.inert`),
-exactly the pages whose state in the gradebook differs from the one they were made from, or
-that have no state recorded (made by plain nbgrader), and leaves every other page alone.
+- every graded submission's ``autograded/`` and ``feedback/`` folders hold the
+  ``submission_secret.txt`` and ``timestamp.txt`` that ``nbgrader release_feedback`` reads
+  (:func:`nbgrader_files`): the submission's own; else a secret made for it,
+  ``HMAC-SHA512(course secret, "feedback\\0ASSIGNMENT\\0STUDENT")`` in hex, and its timestamp
+  in the gradebook or, without one, the time it was graded;
+- a page's **state** (:func:`state`) is a digest of what it shows from the gradebook (scores,
+  comments, late penalty), recorded in the course's table :data:`PAGES` for each page made;
+- :func:`refresh` (``grade`` after merging, and ``autograd-course feedback``) makes again, with
+  nbgrader's GenerateFeedback and the course's config, in this process, exactly the pages whose
+  state differs from the gradebook's or was never recorded, and leaves every other page alone.
 """
 
 from __future__ import annotations

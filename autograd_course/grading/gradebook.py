@@ -1,25 +1,20 @@
 """Writing graded work into the course: the gradebook (any SQLAlchemy URL), files, markers.
 
+Why, and the details: docs/design.md#autograd_coursegradinggradebookpy. Rules:
+
 - **One writer.** Only the process that runs ``autograd-course grade`` writes here; workers
   return data (:class:`~.tasks.Outcome`).
-- **Merging** (:meth:`Writer.merge`), per submission: first its files (autograded/,
-  feedback/, its grade records in the course's store), then, in one database transaction, its
-  grades, its comments and a **marker**: a row of the table ``autograd_course_graded`` (in the
-  gradebook's own database, beside nbgrader's tables) with the digest of the files it graded.
-  A run killed at any point leaves each submission either fully merged, with its marker, or
-  to be graded again.
+- **Merging** (:meth:`Writer.merge`), per submission: its files first, then one transaction
+  with its grades, its comments and a **marker** (a row of ``autograd_course_graded``, in the
+  gradebook's database, with the digest of the files it graded).
 - **Resuming.** A run skips every submission whose files have not changed since its marker
   (:func:`graded`), unless ``--force``.
-- **Two runs on one gradebook: one waits** (:func:`exclusive`). A run holds the gradebook's
-  grading lock from start to end: PostgreSQL's advisory lock for a server database (released
-  by the server if the run dies), a file lock beside a SQLite database.
-- **Manual grading survives a regrade**: merging sets only the autograder's part
-  (``auto_score``, ``auto_comment``) and keeps ``manual_score``, ``manual_comment`` and
-  ``extra_credit``; a grade with a manual score still needs a manual look, as nbgrader decides.
-- **Late work**: merging writes the submission's timestamp and each notebook's
-  ``late_submission_penalty`` as nbgrader's ``AssignLatePenalties`` computed them in the worker
-  (from the due date and extension the task carried, :func:`.tasks.set_dates`); a submission
-  that could not be graded has no penalty (its score is 0).
+- **One run at a time** (:func:`exclusive`): a run holds the gradebook's grading lock from start
+  to end (PostgreSQL's advisory lock, or a file lock beside a SQLite database).
+- **Manual grading survives a regrade**: merging sets only ``auto_score`` and ``auto_comment``.
+- **Late work**: merging writes the timestamp and each notebook's ``late_submission_penalty``
+  as the worker computed them (:func:`.tasks.set_dates`); a submission that could not be
+  graded has no penalty.
 """
 
 from __future__ import annotations

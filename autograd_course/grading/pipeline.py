@@ -1,21 +1,16 @@
 """The course's nbgrader pipelines, derived from nbgrader's own defaults.
 
 ``nbgrader_config.py`` sets its preprocessor lists from these functions: a preprocessor that a
-later nbgrader adds to its defaults is kept, and one that the course's changes are anchored to
-and that disappears upstream stops every nbgrader command with a clear error. The changes:
+later nbgrader adds is kept, and an anchor that disappears upstream stops every nbgrader
+command with a clear error. What each change does, and why:
+docs/design.md#autograd_coursegradingpipelinepy. The changes:
 
-- autograde, before running: :class:`~.preprocessors.RepairSubmission` (the course's cells as
-  release/ made them: copies and unknown nbgrader metadata made ordinary cells, changed types
-  and flags restored, deleted cells put back) just before nbgrader's ``DeduplicateIds``;
-- autograde: nbgrader's ``Execute`` replaced by :class:`~.preprocessors.JudgedExecute` (the
-  student's cells in a sandboxed kernel, the test cells in the judge), then
-  :class:`~.preprocessors.RecordResults` (the grade record) and
-  :class:`~.preprocessors.MakeInert` (only inert content for formgrader and the feedback)
-  appended;
-- feedback: :class:`~.preprocessors.HideHiddenTests`,
-  :class:`~.preprocessors.ShowCommentsAsText` and :class:`~.preprocessors.ListOtherFiles`
-  (the submission's files out of ``feedback/``, listed as text) just after nbgrader's
-  ``GetGrades``.
+- autograde, before running: :class:`~.preprocessors.RepairSubmission` just before nbgrader's
+  ``DeduplicateIds``;
+- autograde: nbgrader's ``Execute`` replaced by :class:`~.preprocessors.JudgedExecute`, then
+  :class:`~.preprocessors.RecordResults` and :class:`~.preprocessors.MakeInert` appended;
+- feedback: :class:`~.preprocessors.HideHiddenTests`, :class:`~.preprocessors.ShowCommentsAsText`
+  and :class:`~.preprocessors.ListOtherFiles` just after nbgrader's ``GetGrades``.
 
 >>> [getattr(p, "__name__", p).rsplit(".", 1)[-1] for p in feedback_preprocessors()]
 ... # doctest: +NORMALIZE_WHITESPACE

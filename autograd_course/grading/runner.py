@@ -1,39 +1,22 @@
 """Grading a class: worker processes on this machine, or tasks on a Dask cluster.
 
-:func:`grade_class` is what ``autograd-course grade`` runs. It holds the gradebook's grading
-lock (a second run waits, :func:`.gradebook.exclusive`), skips the submissions already graded
-whose files have not changed (unless ``force``), and grades the rest as :mod:`.tasks`: the
-run's :class:`~.tasks.Bundle` (one prepared course for all its assignments) goes to every
-worker once, each submission's files go with its task, and each result is merged into the
-course as it arrives (:meth:`.gradebook.Writer.merge`), in the main process only, so any
-gradebook URL works and workers share no files with it.
+:func:`grade_class` is what ``autograd-course grade`` runs; :func:`summary_lines`, what it says
+at the end. The two back ends, and why: docs/design.md#autograd_coursegradingrunnerpy. Rules:
 
-A kernel that never answers its first request is the grader's failure, not the student's
-(:mod:`.boundary.provision`): its submission is tried once more, and a second time the run
-stops (exit status 2, :class:`GraderFailure`, with the reason) with no score written for it or
-for any submission not merged yet, so that the next run grades them (on this machine, and on a Dask
-cluster, where the worker's task tries it twice). A Ctrl-C stops the
-run at once (:class:`Interrupted`): each submission merged before it stays merged, whole; its
-grading children, and their kernels, are killed (they ignore the terminal's SIGINT
-themselves, :mod:`.bounded`).
-
-Each submission, grading and feedback together, has one wall-clock budget
-(``c.JudgedExecute.submission_seconds``), held by the process that started its grading, not
-by the process that grades it (:mod:`.bounded`): past it, that process and every process under
-it are killed, the submission gets 0 and the reason, and the class goes on.
-
-- **Local processes** (the default): ``jobs`` grading children started with ``forkserver``
-  (``spawn`` where there is none), which preloads the grader and torch once; each grades one
-  submission at a time and keeps its unpacked course and zygote for the next. One that
-  overruns is killed; one that dies (the OOM killer, a signal) has its submission tried once
-  more, alone, and a second death gives 0 and a reason. A new child takes the next submission.
-- **A Dask cluster** (``scheduler="tcp://host:port"``): each submission is a task, graded in a
-  grading child of its Dask worker, which holds the budget (:func:`.tasks.grade_within`). Dask
-  grades a task whose worker died on another worker; one that has killed too many workers
-  (``KilledWorker``) gets 0 and a reason. Workers need the course's environment (this package,
-  nbgrader, torch) and bubblewrap, nothing else: no shared file system.
-
-What ``grade`` says of a run at its end is :func:`summary_lines`.
+- one run at a time (:func:`.gradebook.exclusive`); submissions already graded whose files have
+  not changed are skipped, unless ``force``;
+- the rest are graded as :mod:`.tasks` (the run's :class:`~.tasks.Bundle` goes to each worker
+  once); each result is merged as it arrives (:meth:`.gradebook.Writer.merge`), in the main
+  process only: workers share no files with the course;
+- each submission, grading and feedback together, has one wall-clock budget
+  (``c.JudgedExecute.submission_seconds``), held by the process that started its grading
+  (:mod:`.bounded`): past it, its processes are killed, it gets 0 and the reason;
+- a local grading child that dies is tried once more, alone; a second death gives 0 and a reason;
+- a kernel that never answers is the grader's failure (:mod:`.boundary.provision`): tried once
+  more, then the run stops (exit status 2, :class:`GraderFailure`) and writes no score for it
+  or for any submission not merged yet;
+- a Ctrl-C stops the run at once (:class:`Interrupted`): what was merged stays merged, whole,
+  and the grading children and their kernels are killed.
 """
 
 from __future__ import annotations

@@ -1,25 +1,17 @@
 """Read a student's code outside the kernel and flag what reaches beyond the student's answer.
 
-The scan is a hint for a reviewer, never a defence and never a penalty: a finding marks the
-question for a person to look at (formgrader shows it as needing a manual grade) and keeps the
-points the judge gave (:mod:`.boundary.judge`). It looks at the cells a student can edit, never
-at the locked cells the grader restores, and names code that reaches past the student's own
-answer:
+A hint for a reviewer, never a defence and never a penalty: a finding marks the question for a
+person to look at (formgrader shows it as needing a manual grade) and keeps the points the
+judge gave (:mod:`.boundary.judge`). What is flagged, with examples, and why:
+docs/design.md#autograd_coursegradingscanpy. Rules:
 
-- replacing or deleting attributes of libraries and of the course package
-  (``torch.allclose = ...``, ``setattr(checks, ...)``, ``f.__code__ = ...``), or rebinding
-  the names the tests use;
-- reading the interpreter's internals to find other code's values: frames
-  (``sys._getframe``, ``inspect.stack``, ``f_locals``), the garbage collector's object lists,
-  the input history (``In``, ``_ih``), ``ctypes``;
-- hooking into how results are shown or judged: ``sys.displayhook``, ``__torch_function__``,
-  torch function or dispatch modes, the IPython shell's internals (events, transformers,
-  ``set_custom_exc``, ``display_pub``);
-- acting outside the notebook: signals to other processes, databases, files opened by a path
-  that leaves the working folder, code built at run time (``exec``, ``eval``).
-
-Honest notebooks are not flagged: displaying, plotting, magics such as ``%matplotlib``,
-``%pip`` and ``!ls``, importing ``gc`` or ``inspect`` for ordinary use.
+- it reads the cells a student can edit, never the locked cells the grader restores;
+- flagged: replacing or deleting attributes of libraries and of the course package, or
+  rebinding the names the tests use; reading the interpreter's internals to find other code's
+  values; hooking into how results are shown or judged; acting outside the notebook (signals,
+  databases, paths that leave the working folder, code built at run time);
+- honest notebooks are not flagged: displaying, plotting, magics such as ``%matplotlib``,
+  ``%pip`` and ``!ls``, importing ``gc`` or ``inspect`` for ordinary use.
 """
 
 from __future__ import annotations

@@ -257,9 +257,9 @@ def grade_served(task: Task) -> Outcome:
 
 
 def graded_here(task: Task) -> Outcome:
-    """:func:`grade_served`, in a grading child; raises :class:`~.kernel.KernelNotStarted`
-    if a kernel of the submission did not start (the grader's failure: its outcome is not
-    the student's)."""
+    """:func:`grade_served`, in a grading child; raises
+    :class:`~.boundary.provision.KernelNotStarted` if a kernel of the submission did not start
+    (the grader's failure: its outcome is not the student's)."""
     from autograd_course.grading.boundary.provision import KernelNotStarted, not_started
 
     not_started()  # forget an earlier submission's
@@ -287,8 +287,8 @@ def grade_within(task: Task, bundle: Bundle, seconds: float, tries: int = 2) -> 
     replaced and the submission tried again, ``tries`` times in all. Children are kept for
     the next submission of the same bundle (with their unpacked course and zygote); those of
     other bundles end. A kernel that does not start is the grader's failure: the submission is
-    tried again, and the last time :class:`~.kernel.KernelNotStarted` is raised to the caller
-    (the run stops, with no score written for it)."""
+    tried again, and the last time :class:`~.boundary.provision.KernelNotStarted` is raised to
+    the caller (the run stops, with no score written for it)."""
     from autograd_course.grading import bounded
     from autograd_course.grading.boundary.provision import KernelNotStarted
 

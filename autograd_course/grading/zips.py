@@ -1,60 +1,20 @@
-"""A zip of a class's submissions, unpacked into submitted/ (``grade --zip``): every member is
-checked before anything is unpacked, by the rules of :mod:`.intake`, and its declared size
-bounds what is read from it.
+"""A zip of a class's submissions, unpacked into submitted/ (``grade --zip``).
 
-**Layouts of a zip** (``grade --zip F --layout L``; :data:`LAYOUTS`):
+Layouts (:data:`LAYOUTS`: ``course``, ``canvas``, ``moodle``), LMS ids and timestamps in full:
+docs/design.md#autograd_coursegradingzipspy. Rules:
 
-- ``course``: ``[submitted/]STUDENT/ASSIGNMENT/FILE``, ASSIGNMENT one of the course's;
-- ``canvas``: Canvas's "Download Submissions": every file flat at the top,
-  ``lastfirst_[late_]USERID_SUBMISSIONID_ORIGINALNAME``; a file a student uploaded again gets
-  ``-N`` before its extension (``01_gradients-1.ipynb``), which is taken off where that gives
-  the assignment's notebook name. (Canvas Guides, "How do I download all student submissions
-  for an assignment?"; nbgrader's documentation of ``zip_collect`` matches such names with a
-  ``FileNameCollector.named_regexp``.)
-- ``moodle``: Moodle's "Download all submissions": ``Full Name_PARTICIPANTID_assignsubmission_
-  file_/ORIGINALNAME`` (a folder per student, the default since Moodle 3.1) or, in older
-  versions, the flat ``Full Name_PARTICIPANTID_assignsubmission_file_ORIGINALNAME``
-  (mod/assign/locallib.php, ``download_submissions``: the full name with ``_`` made a space,
-  then ``get_uniqueid_for_user``, Moodle's participant id, not its user id). Online-text
-  members (``assignsubmission_onlinetext_``) are left out, with a line.
-
-An LMS download holds one assignment (the caller names it) and its ids are the LMS's: each is
-mapped to the course's student id through the roster's ``lms_user_id`` column (Canvas's user
-id; Moodle's participant id); an id the roster does not know refuses the zip, naming it. A zip
-whose members do not fit the layout (a flat file under ``course``, a wrapping folder,
-``ASSIGNMENT/STUDENT/FILE``, a folder that is an assignment only up to case, a member that
-matches nothing) is refused whole, naming the layout expected and the first member at fault.
-
-**One student never stops an LMS download.** Its files are what students uploaded, so in the
-``canvas`` and ``moodle`` layouts only a layout error (above), an unsafe path or link, or the
-zip's total size refuses the whole zip; what one student uploaded is dealt with alone, with a
-line naming the student: a member larger than ``max_file_size`` is not read and becomes an
-empty (sparse) stand-in of its size, graded as too large as in :func:`.intake.scan`; two
-members that name the same file (Canvas's ``01_gradients.ipynb`` and ``01_gradients-1.ipynb``,
-or ``A.txt`` and ``a.txt``) keep the newer (the zip's date, then Canvas's ``-N``, then the
-later in the zip); a student's ``timestamp.txt`` or ``submission_secret.txt``, or a member
-under a folder of those names, is left out (nbgrader's files are never a student's); a member
-that cannot be read skips that student's submission (:attr:`Unpacked.skipped`). The
-``course`` layout is a zip the instructor built: there, any of these refuses the whole zip.
-
-**Timestamps.** Each submission unpacked gets nbgrader's ``timestamp.txt`` (what
-``nbgrader autograde`` reads for late penalties): the date the zip records for its newest
-member of that STUDENT/ASSIGNMENT, unless, in the ``course`` layout only, the zip brings one
-(the instructor's zip; in an LMS download a student's own ``timestamp.txt`` is left out). A
-date the calendar does not have (month 0, hour 24) refuses the zip, asking for ``--timestamp``.
-A zip stores local times without a
-zone: they are read in nbgrader's ``Exchange.timezone`` (the zone nbgrader records
-submission times in; UTC unless the course's config sets it), unless the member carries the
-extended-timestamp field (0x5455, written by Info-ZIP and most zip tools), which is UTC. The
-file is written in UTC (``2026-12-04 09:00:00.000000 UTC``), as nbgrader's ``parse_utc`` reads
-it. A ``timestamp`` the caller gives (``grade --zip F --timestamp ISO``) is used for every
-submission of the zip instead, over one the zip brings.
-
-**Resubmissions.** A submission already in ``submitted/`` is replaced by the zip's only when
-the zip's timestamp is newer than the one its ``timestamp.txt`` says (it is kept when it has
-none: the zip is not known to be newer); the earlier files are moved, never deleted, to
-``replaced/STUDENT/ASSIGNMENT/SUBMITTED-AT/`` beside ``submitted/`` (:data:`REPLACED`). Each
-decision is a line of :class:`Unpacked`.
+- every member is checked, by the rules of :mod:`.intake`, before anything is unpacked; its
+  declared size bounds what is read from it;
+- a zip whose members do not fit its layout is refused whole, naming the layout expected and
+  the first member at fault; so is an LMS id that the roster's ``lms_user_id`` does not know;
+- one student never stops an LMS download: what one student uploaded (too large, two members
+  naming one file, nbgrader's own files, unreadable) is dealt with alone, with a line
+  (:attr:`Unpacked.skipped`); in the ``course`` layout it refuses the whole zip;
+- each submission gets nbgrader's ``timestamp.txt``, in UTC: ``--timestamp``, else the zip's
+  own (``course`` layout only), else the zip's date of its newest member; a date the calendar
+  does not have refuses the zip;
+- a submission already in submitted/ is replaced only by a newer one, its files moved to
+  ``replaced/`` (:data:`REPLACED`), never deleted; each decision is a line of :class:`Unpacked`.
 """
 
 from __future__ import annotations

@@ -1,32 +1,20 @@
 """The kernel side of judging: answer the judge's requests for names and calls.
 
 Runs in the student's kernel: nothing here is trusted, and nothing here decides a grade. The
-judge (:mod:`autograd_course.grading.boundary.judge`) evaluates :func:`serve` in the kernel as a
-silent ``user_expressions`` entry; the reply is a :class:`Reply` whose MIME bundle carries
-records (:mod:`autograd_course.kernel.wire`), matched to the request by its nonce. Requests are
-pickled by the judge (cloudpickle); a persistent id ``("h", handle)`` stands for an object this
-kernel sent earlier, handed over as the original object (its graph, ``.grad`` and aliasing).
+requests and their replies: docs/design.md#autograd_coursekernelagentpy. Rules:
 
-- ``{"op": "get", "name": NAME}``: the value bound to NAME in the notebook's namespace;
-- ``{"op": "read", "handle": H}``: the object this kernel sent (or received) as H, as it is now;
-- ``{"op": "call", "target": f, "args": [...], "kwargs": {...}, "no_grad": bool}``: call
-  ``f`` (a student's function, by handle, or a test's function) and reply with the result or
-  the exception it raised (its type, the builtin exception types it derives from, its
-  message), the state of every argument after the call (an in-place change is seen), and the
-  warnings it issued. Printed output is discarded;
-- ``{"op": "delete", "name": NAME}`` and ``{"op": "bind", "name": NAME, "value": v}``: what a
-  test's ``del NAME`` and ``NAME = <an object of this kernel>`` do;
-- ``{"op": "forget"}``: let go of every object sent (or received) so far; ``{"op": "trim"}``:
-  collect garbage and give freed memory back to Linux;
-- ``{"op": "files", "limit": N, "max_files": M}``: the regular files the notebook wrote in its
-  working folder (not under ``.*`` folders), by relative path, as base64, at most ``N`` bytes
-  in all and ``M`` files.
-
-Callbacks: a *proxy* (:func:`proxy_function`, :func:`proxy_callable`) carries only a token and
-a public name. Calling one, while the judge waits for a call's reply and only then, asks the
-judge (:func:`ask_judge`): the arguments go as records in the prompt of an ``input_request`` on
-the stdin channel (:data:`CALLBACK`; in-process, a direct call), and the answer comes back
-pickled. The judge answers only tokens of proxies it made for the running test.
+- the judge (:mod:`autograd_course.grading.boundary.judge`) evaluates :func:`serve` as a silent
+  ``user_expressions`` entry; the reply is a :class:`Reply` whose MIME bundle carries records
+  (:mod:`autograd_course.kernel.wire`), matched to the request by its nonce;
+- requests (``get``, ``read``, ``call``, ``delete``, ``bind``, ``forget``, ``trim``, ``files``)
+  are pickled by the judge; a persistent id ``("h", handle)`` stands for an object this kernel
+  sent earlier, handed over as the original object (its graph, ``.grad`` and aliasing);
+- a call's printed output is discarded; ``files`` sends at most ``limit`` bytes and ``max_files``
+  files;
+- a *proxy* (:func:`proxy_function`, :func:`proxy_callable`) carries only a token and a public
+  name; calling one, while the judge waits for a call's reply and only then, asks the judge
+  (:func:`ask_judge`, over the stdin channel: :data:`CALLBACK`); the judge answers only tokens
+  of proxies it made for the running test.
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ def anonymous_share_bytes(pid: int) -> int:
                for key in ("Pss_Anon", "Pss_Shmem", "SwapPss") if key in fields)
 
 
-#: The names of grading kernels' cgroups begin so (``grading.cgroups.PREFIX``).
+#: The names of grading kernels' cgroups begin so (``grading.boundary.cgroups.PREFIX``).
 KERNEL_CGROUPS = "autograd-course-kernel-"
 
 

@@ -1,25 +1,21 @@
 """The system-call filter of every grading kernel (seccomp), and its keyrings (kernel side).
 
 Behind the sandbox (:mod:`autograd_course.grading.boundary.sandbox`), the filter refuses the
-Linux interfaces a notebook never needs (:data:`REFUSED`, one line of why each). Rules:
+Linux interfaces a notebook never needs (:data:`REFUSED`, one line of why each). Why, and the
+details: docs/design.md#autograd_coursekernelseccomppy. Rules:
 
-- built here as classic BPF (:func:`program`; :func:`evaluate` runs it in the tests): no
-  library, nothing the student controls;
-- the architecture is checked first: anything but x86_64's own ABI (i386's ``int 0x80``, the
-  x32 ABI) is refused; machines without a table here run unfiltered, and every grade record
-  says so (``sandbox.SECCOMP_OFF``);
-- a refused call returns ``EPERM`` (the notebook sees an ``OSError``), never a kill;
-  ``clone`` is refused only with a namespace flag, and ``clone3`` answers ``ENOSYS``;
-- installed with ``no_new_privs``, after the kernel's set-up (which mounts and unshares) and
-  before ipykernel: a warm kernel's child (:mod:`autograd_course.kernel.zygote`) calls
-  :func:`install`; a cold kernel starts through :func:`main`, which installs it and then
-  execs ipykernel;
-- before the filter the kernel joins a session keyring of its own
-  (:func:`fresh_session_keyring`).
+- classic BPF built here (:func:`program`; :func:`evaluate` runs it in the tests);
+- anything but x86_64's own ABI is refused; machines without a table here run unfiltered, and
+  every grade record says so (``sandbox.SECCOMP_OFF``);
+- a refused call returns ``EPERM``, never a kill; ``clone`` is refused only with a namespace
+  flag, and ``clone3`` answers ``ENOSYS``;
+- installed with ``no_new_privs``, after the kernel's set-up and before ipykernel: by
+  :func:`install` in a warm kernel's child (:mod:`autograd_course.kernel.zygote`), by
+  :func:`main` for a cold kernel, which then execs ipykernel;
+- before the filter the kernel joins a session keyring of its own (:func:`fresh_session_keyring`).
 
-``python -m autograd_course.kernel.seccomp [--filter] -- ARGV`` launches ``ARGV`` (a cold kernel);
-``--probe`` installs the filter and checks it (the grader's test of this machine); ``--table``
-prints what is refused.
+``python -m autograd_course.kernel.seccomp [--filter] -- ARGV`` launches ``ARGV`` (a cold
+kernel); ``--probe`` installs the filter and checks it; ``--table`` prints what is refused.
 """
 
 from __future__ import annotations

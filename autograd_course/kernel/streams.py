@@ -3,7 +3,8 @@
 ipykernel gathers everything written within ``flush_interval`` (0.2 s) into one message, so a
 loop of prints makes one message of hundreds of MiB or many small ones, by how fast the loop
 runs against the kernel's I/O thread. The grader refuses a message over its limit
-(``grading.kernel.MAX_MESSAGE``), so the grade of such a notebook would depend on timing.
+(``grading.boundary.provision.MAX_MESSAGE``), so the grade of such a notebook would depend
+on timing.
 :class:`ChunkedOutStream` sends what it holds as soon as that passes :data:`CHUNK` characters:
 what a loop of prints sends, and what the kernel queues, no longer depends on timing.
 """

@@ -1,39 +1,20 @@
 """The plain data that crosses from a student's kernel to the judge: records, never pickles.
 
-The kernel encodes each value the judge asks for as a *record*: JSON (dicts, lists, strings,
-numbers, booleans, null) with the raw bytes of arrays in base64. The judge decodes a record
-into fresh objects of its own (a plain ``torch.Tensor``, a ``float``...): only values travel,
-never code or behaviour.
+The kernel encodes each value the judge asks for as a *record*: JSON, with the raw bytes of
+arrays in base64, and ``"t"`` naming its kind (record kinds and their fields:
+docs/design.md#autograd_coursekernelwirepy). The judge decodes a record into fresh objects of
+its own (a plain ``torch.Tensor``, a ``float``...): only values travel. Rules:
 
-Records (``"t"`` names the kind):
-
-- ``none``, ``bool`` (``v``), ``int`` (``v``, decimal text), ``float`` (``v``, ``float.hex``),
-  ``complex`` (``re``, ``im``), ``str`` (``v``);
-- ``tensor``: ``dtype``, ``shape``, ``data`` (base64) and the facts autograd keeps about it
-  (:class:`TensorFacts`): ``requires_grad``, ``is_leaf``, ``grad_fn`` (class name or null),
-  ``retains_grad``, ``is_inference``, ``storage`` (identifies the memory it views), ``grad``
-  (a tensor record or null);
-- ``ndarray`` and ``npscalar``: ``dtype``, ``shape``, ``data``;
-- ``list``, ``tuple`` (``items``) and ``dict`` (``items``: ``[key, value]`` pairs, every key
-  a ``str`` record);
-- ``exception``: ``type`` and ``message``;
-- ``handle``: an object that stays in the kernel (a ``Value`` node, an ``nn.Module``, a
-  function), with its ``type`` name and whether it is ``callable``;
-- ``ref``: the same kernel object again, already encoded earlier in this reply.
-
-Rules:
-
-- every record of a kernel object carries ``h``, its handle: the kernel keeps the object, and
-  the judge can pass it back into a later call, where the kernel hands over the original;
+- every record of a kernel object carries ``h``, its handle: the judge can pass it back into a
+  later call, where the kernel hands over the original;
 - decoding (:meth:`Decoder.decode`) is a pure function of the data: it never imports, never
-  calls a class or function a record names, and looks names up only in :data:`TENSOR_DTYPES`
-  and :data:`NUMPY_DTYPES`; every other name (a type, a function's or module's name, an
-  exception's type, a ``grad_fn``) stays a string, and a ``handle`` record is passed, its
+  calls what a record names, and looks names up only in :data:`TENSOR_DTYPES` and
+  :data:`NUMPY_DTYPES`; every other name stays a string, and a ``handle`` record goes, its
   fields checked, to the judge's ``wrap``, which obeys the same rule;
 - anything else is refused: a malformed record raises :class:`ReplyError`;
 - decoding costs time linear in the reply: at most :data:`MAX_NODES` records, nested at most
-  :data:`MAX_DEPTH` deep; the only keys the judge hashes are dict keys' strings and handles
-  (integers below :data:`MAX_HANDLE`); a decoder given a deadline stops when it passes
+  :data:`MAX_DEPTH` deep; the only keys it hashes are dict keys' strings and handles (integers
+  below :data:`MAX_HANDLE`); a decoder given a deadline stops when it passes
   (:class:`ReplyTimeout`).
 """
 

@@ -1,34 +1,21 @@
 """A cgroup per grading kernel: the memory Linux holds for it counted, processes and CPU bounded.
 
-Rules:
+Each version's files, and why: docs/design.md#autograd_coursegradingboundarycgroupspy. Rules:
 
-- **Where.** cgroup v2 where the grader's own v2 cgroup has the ``memory`` and ``pids``
-  controllers and can enable them for its children (its ``cgroup.subtree_control``); else v1
-  where the ``memory`` and ``pids`` hierarchies are mounted writable; else none, and
-  :func:`usable` says why (a grader that is not root, a container without cgroups). Each
-  kernel's cgroup is a child of the grader's own cgroup in each hierarchy
-  (``/proc/self/cgroup``), named :data:`PREFIX` + the grader's pid + a count.
-- **Memory.** One limit (:attr:`KernelCgroup.limit`) charges the kernel's anonymous memory,
-  page cache and tmpfs files, and the memory Linux allocates for it (socket buffers, pipes,
-  kernel stacks, page tables): v2 ``memory.max`` with ``memory.swap.max`` 0 and
-  ``memory.oom.group`` 1; v1 ``memory.limit_in_bytes`` (kernel memory included) with
-  ``memory.memsw.limit_in_bytes`` the same (no swap), and a limit of their own for TCP
-  buffers (``memory.kmem.tcp.*``), :data:`TCP_BYTES`. Past the limit Linux's out-of-memory
-  killer ends a process of the cgroup (:meth:`KernelCgroup.oom_kills`). The grader reads the
-  usage (:meth:`KernelCgroup.memory_bytes`); the judge's measurements of what an answer keeps
-  read the processes' anonymous memory instead
-  (:func:`autograd_course.kernel.memory.tree_memory_bytes`).
-- **Processes and CPU.** ``pids.max`` (threads included, as ``RLIMIT_NPROC`` counts them); CPU
-  time per 100 ms period (v2 ``cpu.max``, v1 ``cpu.cfs_quota_us``), where the ``cpu``
-  controller is there.
-- **Entry.** Every process of a kernel starts inside: a cold kernel's command is prefixed by
-  :func:`.sandbox.enter_cgroup` (a shell that writes its own pid, then execs bubblewrap); a warm
-  kernel's tree is moved by :meth:`KernelCgroup.adopt` before the grader sends it any code.
-- **End.** :meth:`KernelCgroup.remove` kills what is left (v2 ``cgroup.kill``; v1: frozen,
-  killed, thawed) and removes the folders; :func:`sweep_stale` does that for the cgroups of a
-  grader that died.
-- **None.** Where no cgroup can be had, every grade record says so (:data:`NO_CGROUP`) and
-  the kernel keeps its rlimits (:mod:`.sandbox`).
+- **Where.** v2 where the grader's own cgroup can enable ``memory`` and ``pids`` for its
+  children; else v1 where those hierarchies are mounted writable; else none (:func:`usable`
+  says why). A kernel's cgroup is a child of the grader's own, named :data:`PREFIX` + the
+  grader's pid + a count.
+- **Memory.** One limit (:attr:`KernelCgroup.limit`), no swap, charges the memory Linux holds
+  for the kernel, v1's TCP buffers apart (:data:`TCP_BYTES`); past it, the OOM killer ends a
+  process (:meth:`KernelCgroup.oom_kills`). The grader reads :meth:`KernelCgroup.memory_bytes`.
+- **Processes and CPU.** ``pids.max`` (threads included); CPU time per 100 ms period, where the
+  ``cpu`` controller is there.
+- **Entry.** Every process of a kernel starts inside (:func:`.sandbox.enter_cgroup`); a warm
+  kernel's tree is moved in (:meth:`KernelCgroup.adopt`) before it is sent any code.
+- **End.** :meth:`KernelCgroup.remove` kills what is left and removes the folders;
+  :func:`sweep_stale` does that for the cgroups of a grader that died.
+- **None.** Every grade record says so (:data:`NO_CGROUP`); the kernel keeps its rlimits.
 """
 
 from __future__ import annotations

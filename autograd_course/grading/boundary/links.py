@@ -134,7 +134,7 @@ class JupyterLink:
                 if not self.alive():
                     raise KernelDied("the kernel died (a crash, os._exit or a signal)") from None
                 continue
-            except Exception as exc:  # a message over the limits (kernel.BoundedSession)
+            except Exception as exc:  # a message over the limits (provision.BoundedSession)
                 raise AnswerError(f"the kernel's answer could not be read ({exc})") from None
             if reply.get("parent_header", {}).get("msg_id") != msg_id:
                 continue

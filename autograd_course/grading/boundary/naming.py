@@ -70,8 +70,9 @@ _MODULE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)*")
 def _held_module(name: str) -> types.ModuleType | None:
     """The module the judge already holds under ``name`` (a module the student's kernel
     imported, as a test reads it, as in nbgrader), else None: the kernel's becomes an inert
-    :class:`Handle`. Never an import: only ``sys.modules`` is read, for a public dotted name
-    (no ``__main__``, no private module) whose module says it is that name."""
+    :class:`~autograd_course.kernel.wire.Handle`. Never an import: only ``sys.modules`` is
+    read, for a public dotted name (no ``__main__``, no private module) whose module says it
+    is that name."""
     import sys
 
     if len(name) > 200 or not _MODULE_NAME.fullmatch(name) or name.startswith("autograd_course"):

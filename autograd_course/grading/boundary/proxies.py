@@ -18,7 +18,7 @@ from autograd_course.kernel.wire import Decoder
 
 
 class Proxy:
-    """What the kernel gets for a test's function or Function class (:meth:`Session.proxy`):
+    """What the kernel gets for a test's function or Function class (:meth:`.judge.Session.proxy`):
     it unpickles there as :func:`autograd_course.kernel.agent.proxy_callable` or
     :func:`~autograd_course.kernel.agent.proxy_function` of its token and public name, nothing
     else."""

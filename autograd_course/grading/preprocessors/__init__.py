@@ -1,24 +1,21 @@
 """nbgrader preprocessors that grade untrusted notebooks; the course's nbgrader_config.py uses them.
 
-One class per module, as in nbgrader's own ``preprocessors`` package:
+One class per module, as in nbgrader's own ``preprocessors`` package (their places in the
+pipelines: :mod:`..pipeline`; each one's job in full:
+docs/design.md#autograd_coursegradingpreprocessors__init__py):
 
-- reading (:mod:`.exporter`): :class:`TolerantNotebookExporter` grades a file that is not a
+- reading: :class:`TolerantNotebookExporter` (:mod:`.exporter`) grades a file that is not a
   valid notebook as an empty submission instead of stopping;
-- sanitize stage (:mod:`.repair`): :class:`RepairSubmission` puts back cells a student deleted
-  and notes edited locked cells;
-- autograde stage: :class:`JudgedExecute` (:mod:`.execute`) runs the student's cells in a
-  sandboxed kernel and the test cells in the judge, and writes each test cell's verdict as its
-  outputs; :class:`RecordResults` (:mod:`.results`) writes the grade record and puts each
-  diagnostic into the gradebook comment that the feedback shows; last, :class:`MakeInert`
-  (:mod:`.inert`) keeps only inert content in the autograded notebook;
-- feedback (:mod:`.feedback`): :class:`HideHiddenTests` removes hidden-test code and
-  tracebacks; :class:`ShowCommentsAsText` shows the automatic diagnostic and the instructor's
-  comment as text; :class:`ListOtherFiles` keeps the submission's files out of ``feedback/``
-  and lists them as text; the page is written by :class:`FeedbackExporter` (:mod:`.exporter`),
+- sanitize: :class:`RepairSubmission` (:mod:`.repair`) puts back cells a student deleted and
+  notes edited locked cells;
+- autograde: :class:`JudgedExecute` (:mod:`.execute`) runs the student's cells in a sandboxed
+  kernel and the test cells in the judge; :class:`RecordResults` (:mod:`.results`) writes the
+  grade record; last, :class:`MakeInert` (:mod:`.inert`) keeps only inert content;
+- feedback (:mod:`.feedback`): :class:`HideHiddenTests`, :class:`ShowCommentsAsText` and
+  :class:`ListOtherFiles`; the page is written by :class:`FeedbackExporter` (:mod:`.exporter`),
   which compiles nbconvert's templates once per process.
 
-The kernel's provisioning (started in the sandbox, logged, watched) is
-:mod:`..boundary.provision`.
+The kernel's provisioning (started in the sandbox, logged, watched): :mod:`..boundary.provision`.
 """
 
 from .cells import cell_role

@@ -1,28 +1,19 @@
 """What people see of a submission: inert text and images, nothing that runs in a browser.
 
 :class:`MakeInert` runs last in the autograde pipeline, so that the notebook on disk in
-``autograded/`` is already clean for formgrader, the feedback and every other viewer:
+``autograded/`` is already clean for every viewer (each rule in full, and why:
+docs/design.md#autograd_coursegradingpreprocessorsinertpy):
 
-- **outputs** keep only ``text/plain``, streams, errors as text, and raster images
-  (``image/png``, ``image/jpeg``) whose bytes are base64 of a real PNG or JPEG header; every
-  other kind (HTML, JavaScript, SVG, markdown, LaTeX, widgets, PDF...) is dropped, never
-  parsed, and an output left with nothing becomes a one-line note naming what was removed.
-  Output metadata keeps only an image's width and height, as integers; a stream's name is
-  stdout or stderr;
-- **markdown** the course wrote (a locked cell of release/, or a cell whose text is the
-  release's own) renders as usual; markdown and raw cells the student wrote are shown as
-  text (a fenced code block);
-- **metadata**: a cell keeps only well-formed nbgrader metadata (tags, attachments and the
-  rest go); the notebook keeps only its kernel and language (notebook widget state goes);
-- **text** (streams, errors' name, value and traceback, ``text/plain``) loses every terminal
-  escape sequence and every other ESC or C1 control character (:func:`plain`), and the
-  outputs kept are capped: :data:`MAX_CELL` bytes of each cell's outputs and
-  :data:`MAX_NOTEBOOK` of the notebook's (a test cell's verdict counts against its cell's cap
-  only); what is cut ends with a note that says so;
-- **a test cell's verdict** (the judge's message, the reason it needs a manual look) is
-  wrapped at :data:`VERDICT_WIDTH` characters a line (:func:`wrap_verdict`);
-- **files** beside the notebook in ``autograded/`` (the student's, the kernel's) get names
-  Jupyter serves as text, an image or a download, never as a page (:mod:`..served`).
+- **outputs** keep only ``text/plain``, streams, errors as text, and real PNG or JPEG images;
+  every other kind is dropped, never parsed, and an output left empty becomes a one-line note;
+- **markdown** the course wrote renders; the student's markdown and raw cells show as text;
+- **metadata**: a cell keeps only well-formed nbgrader metadata, an output only an image's
+  size, the notebook only its kernel and language;
+- **text** loses every terminal escape and other ESC or C1 control character (:func:`plain`);
+  outputs are capped (:data:`MAX_CELL` a cell, :data:`MAX_NOTEBOOK` the notebook), with a note;
+- **a test cell's verdict** is wrapped at :data:`VERDICT_WIDTH` characters (:func:`wrap_verdict`);
+- **files** beside the notebook get names Jupyter serves as text, an image or a download, never
+  as a page (:mod:`..served`).
 """
 
 from __future__ import annotations

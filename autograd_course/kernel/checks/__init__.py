@@ -1,24 +1,16 @@
 """Checks for the graded exercises: compare an answer and, when it is wrong, name the mistake.
 
-Every test cell of the assignments (visible and hidden parts alike) uses these functions, so the
-feedback is the same everywhere. A failed check raises :class:`CheckError`, an
-``AssertionError`` whose message says what is wrong and how to fix it:
+Every test cell (visible and hidden parts alike) uses these functions, so the feedback is the
+same everywhere. The mistakes named, and how the judge runs these checks:
+docs/design.md#autograd_coursekernelchecks__init__py.
 
-- a gradient that is ``None`` (no ``requires_grad=True``, or no ``backward()``),
-- a gradient that is two (three, four) times the answer (accumulated over several ``backward()``),
-- the wrong sign, the wrong shape, the wrong dtype, NaN or infinite values,
-- a result that still records a computation graph where it must not,
-- ``.grad`` read from a non-leaf tensor (which PyTorch never fills),
-- a "copy" that shares memory with its source, a tensor not made in ``torch.inference_mode()``,
-- a predicted exception that is not the one the code raises.
-
-With ``reveal=False`` (the default, used by hidden tests) a message never contains the expected
-values; ``reveal=True`` (visible checks) adds them, together with the actual ones.
-
-A question not answered yet is :class:`NotAnswered` (a CheckError), never a misconception: in
-the learner's kernel, :func:`run_answer` and :func:`in_kernel` turn the template's ``raise
-NotImplementedError()`` into it, and a visible test cell that meets that stub or a name its
-answer cell never defined shows it as one red line too (:func:`_short_errors_in_test_cells`).
+- a failed check raises :class:`CheckError`, an ``AssertionError`` whose message says what is
+  wrong and how to fix it; with ``reveal=False`` (the default, hidden tests) it never contains
+  the expected values, and ``reveal=True`` (visible checks) adds them, with the actual ones;
+- a question not answered yet is :class:`NotAnswered` (a CheckError), never a misconception;
+- test code reads the same in the student's kernel and in the judge;
+- test code imports from this package, the home of the public names (their ``__module__``);
+  importing it installs the notebook's error handler (:func:`_short_errors_in_test_cells`).
 
 >>> import torch
 >>> from autograd_course.kernel.checks import check_tensor
@@ -28,22 +20,8 @@ Traceback (most recent call last):
 ...
 autograd_course.kernel.checks.CheckError: x.grad is twice the right value: ...
 
-Two places run these checks. In a student's own kernel (and in ``nbgrader validate``) a test
-cell runs as written. When the course grades, a test cell runs in the judge
-(:mod:`autograd_course.grading.boundary.judge`), outside the student's kernel: the student's
-names are then stand-ins that fetch values from the kernel or call functions there
-(:class:`~autograd_course.kernel.wire.RemoteFunction`), :func:`run_answer` and :func:`in_kernel`
-send calls into the kernel, the autograd facts of a tensor are those the kernel reported
-(:func:`~autograd_course.kernel.wire.facts`), and :func:`fresh` draws from the judge's seeded
-generator. Test code reads the same either way.
-
-One module per job: :mod:`.contract` (what checks may ask of the judge, and :data:`JUDGE`),
-:mod:`.errors` (the failures), :mod:`.values`, :mod:`.gradients`, :mod:`.predictions` (the
-checks), :mod:`.inputs` (fresh random inputs), :mod:`.judged` (calling the student's code),
-:mod:`.notebook` (a visible test cell's error in the learner's notebook) and
-:mod:`.answer_forms` (assignment 06's form checks, imported from there). Test code imports
-from this package, the home of the public names (their ``__module__``); importing it installs
-the notebook's error handler, as it always did.
+One module per job: :mod:`.contract`, :mod:`.errors`, :mod:`.values`, :mod:`.gradients`,
+:mod:`.predictions`, :mod:`.inputs`, :mod:`.judged`, :mod:`.notebook`, :mod:`.answer_forms`.
 """
 
 from __future__ import annotations
