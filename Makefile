@@ -11,7 +11,7 @@ PORT ?= 8888
 # pytest-xdist workers: the suite waits on kernels and services much of the time, so more
 # workers than cores pay; each test module stays on one worker (its fixtures are built once).
 PYTEST_JOBS ?= 4
-PYTEST := $(BIN)/python -m pytest -n $(PYTEST_JOBS) --dist loadscope
+PYTEST := $(BIN)/python -m pytest -n $(PYTEST_JOBS) --dist loadscope --no-loadscope-reorder
 # One torch thread per test process (and per kernel it starts): 4 workers on a 2-core machine,
 # each with torch's default pool of one thread per core, oversubscribe the cores, and torch's
 # waiting threads then spin: a question that grades in 2 s took over 60 s.

@@ -14,13 +14,16 @@ def root() -> Path:
 
 
 #: Test modules that take longest (seconds of one worker in a whole-suite run on the reference
-#: 2-core machine, measured with --junitxml), started first: pytest-xdist's loadscope hands out
-#: modules in collection order, and a long module started last would run alone at the end.
+#: 2-core machine, measured with --junitxml), started first. The Makefile runs pytest-xdist's
+#: loadscope with --no-loadscope-reorder, which hands modules out in collection order (by
+#: default it sorts them by their number of tests, and the one-test 264-s module went last).
 SLOWEST_FIRST = ("test_grading", "test_grader_failures", "test_scale", "test_late",
                  "test_nbgrader_suite", "test_grade_class", "test_every_unit", "test_intake",
                  "test_submission_budget", "test_browser", "test_answer_catalogue",
                  "test_lab_check", "test_sent_to_kernel", "test_exchange", "test_hub",
-                 "test_feedback_release", "test_prepared")
+                 "test_feedback_release", "test_prepared", "test_own_autograde",
+                 "test_lessons", "test_containment", "test_nbgrader_validate", "test_roster",
+                 "test_lab", "test_feedback_pages")
 
 
 def pytest_collection_modifyitems(items):

@@ -74,20 +74,28 @@ def lab_check(browser, lab, place: str, screenshot: Path) -> tuple[str, float]:
         page.goto(f"{lab.base}/lab/workspaces/check-{screenshot.stem}/tree/{place}?reset")
         cell = page.locator(CHECK_CELL)
         cell.wait_for(timeout=90_000)
-        # the kernel is up, and the notebook's session has it: a cell run while JupyterLab
-        # still shows "No Kernel" is silently not run (seen under a whole suite's load)
+        # the kernel is up, and the notebook's session has it: a cell run while JupyterLab's
+        # session has no kernel connection is silently not run (JupyterLab clears its
+        # execution and moves on; seen under a whole suite's load, with the name shown too)
         page.wait_for_selector(IDLE, timeout=90_000)
         page.locator(KERNEL_NAME).filter(has_text="Python 3").wait_for(timeout=90_000)
-        cell.scroll_into_view_if_needed()
-        cell.locator(".jp-InputPrompt").click()
-        cell.and_(page.locator(".jp-mod-selected")).wait_for(timeout=30_000)
-        start = time.monotonic()
-        page.keyboard.press("Shift+Enter")
         prompt = cell.locator(".jp-InputArea-prompt")
         output = cell.locator(".jp-OutputArea")
-        try:  # it began (the cell's first line, or [*]), then it returned ([N])
-            output.filter(has_text="Checking").or_(prompt.filter(has_text="*")).first.wait_for(
-                timeout=60_000)
+        began = output.filter(has_text="Checking").or_(prompt.filter(has_text="*")).first
+        start = time.monotonic()
+        for attempt in range(1, 4):  # a run JupyterLab dropped is run again, as a learner would
+            cell.scroll_into_view_if_needed()
+            cell.locator(".jp-InputPrompt").click()
+            cell.and_(page.locator(".jp-mod-selected")).wait_for(timeout=30_000)
+            page.keyboard.press("Shift+Enter")
+            try:  # it began (the cell's first line, or [*])
+                began.wait_for(timeout=20_000)
+                break
+            except Exception:
+                print(f"{place}: Shift+Enter {attempt} did not run the cell (prompt "
+                      f"{prompt.inner_text()!r}): JupyterLab had no kernel connection yet")
+        try:  # it began, then it returned ([N])
+            began.wait_for(timeout=5_000)
             prompt.filter(has_text=re.compile(r"\[\d+\]")).wait_for(timeout=660_000)
         except Exception as exc:
             page.screenshot(path=str(screenshot))
