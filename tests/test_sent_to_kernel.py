@@ -282,8 +282,10 @@ def _patch_checks(patch, name: str, value) -> None:
     """Replace ``name`` in the checks package and in each of its modules that binds it, so that
     the checks' own calls (accumulation_inputs's of fresh_float, check_accumulated_grad's of
     check_number) go through ``value`` too (answer_forms, which never did, excepted)."""
-    for module in (checks, checks.errors, checks.gradients, checks.inputs, checks.judged,
-                   checks.predictions, checks.values):
+    modules = [module for module in vars(checks).values() if isinstance(module, types.ModuleType)
+               and module.__name__.startswith(f"{checks.__name__}.")
+               and module.__name__ != f"{checks.__name__}.answer_forms"]
+    for module in (checks, *modules):
         if name in vars(module):
             patch.setattr(module, name, value)
 

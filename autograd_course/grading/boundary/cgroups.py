@@ -277,8 +277,10 @@ class KernelCgroup:
                 tree = [pid] + [c.pid for c in psutil.Process(pid).children(recursive=True)]
             except psutil.Error as exc:
                 raise OSError(f"the kernel {pid} is gone: {exc}") from None
-            missing = {path: [p for p in tree if p not in _pids(path)]
-                       for path in self.procs_files()}
+            missing = {}
+            for path in self.procs_files():
+                held = _pids(path)
+                missing[path] = [p for p in tree if p not in held]
             if not any(missing.values()):
                 return
             if time.monotonic() > deadline:
