@@ -7,19 +7,14 @@ import sys
 
 import pytest
 import torch
+from support.commands import run
 
 import autograd_course
 from autograd_course.kernel import graphs
 
 
-def run_cli(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "autograd_course", *args], capture_output=True, text=True
-    )
-
-
 def test_cli_version_matches_package():
-    result = run_cli("--version")
+    result = run("--version")
     assert result.returncode == 0
     assert result.stdout.strip() == f"autograd-course {autograd_course.__version__}"
 

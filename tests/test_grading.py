@@ -13,7 +13,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import shutil
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -33,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
 import hostile_class  # noqa: E402
 import make_toy  # noqa: E402
 import payloads  # noqa: E402
+from support.commands import run  # noqa: E402
 from support.pages import formgrader_html, live_marks  # noqa: E402
 from support.toy import BUDGET, make_class  # noqa: E402
 
@@ -66,11 +66,6 @@ def gradebook_rows(where: Path, students: list[str]) -> dict:
     return rows
 
 
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "autograd_course", *args], cwd=cwd,
-                          capture_output=True, text=True)
-
-
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory, root):
     """The class graded three ways, and the honest students graded alone."""
@@ -94,9 +89,9 @@ def graded(tmp_path_factory, root):
     # reads the course), and the honest students alone in a class of their own.
     with ThreadPoolExecutor(4) as pool:
         by_plain = pool.submit(plain_nbgrader)
-        by_cli = pool.submit(cli, "grade", "toy", "--jobs", "2", "--require-sandbox",
+        by_cli = pool.submit(run, "grade", "toy", "--jobs", "2", "--require-sandbox",
                              cwd=parallel)
-        checked = pool.submit(cli, "--course", str(base), "check", *notebooks, cwd=base)
+        checked = pool.submit(run, "--course", str(base), "check", *notebooks, cwd=base)
         alone = pool.submit(course.nbgrader, honest, "autograde", "toy", "--force")
         (plain, feedback), by_cli, checked, alone = (
             by_plain.result(), by_cli.result(), checked.result(), alone.result())

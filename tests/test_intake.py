@@ -6,12 +6,11 @@ from __future__ import annotations
 import os
 import shutil
 import struct
-import subprocess
-import sys
 import zipfile
 from datetime import datetime
 
 import pytest
+from support.commands import run
 
 from autograd_course import cli
 from autograd_course.grading import intake, zips
@@ -403,11 +402,6 @@ def test_a_notebook_under_another_name_is_named():
 
 
 # -- through the command line ----------------------------------------------------------------
-def _cli(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "autograd_course", *args], cwd=cwd,
-                          capture_output=True, text=True)
-
-
 @pytest.fixture
 def small_course(tmp_path, root):
     """A course root with 01_gradients' source and two submissions, nothing graded."""
@@ -421,13 +415,13 @@ def small_course(tmp_path, root):
 
 
 def test_grade_names_unknown_students_wrong_case_and_a_missing_zip(small_course):
-    result = _cli("grade", A, "--student", "rosa", "--student", "tes", cwd=small_course)
+    result = run("grade", A, "--student", "rosa", "--student", "tes", cwd=small_course)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert (f"no submission of {A} for --student tes (no folder submitted/tes/{A}/); nothing "
             "was graded") in result.stderr
-    missing = _cli("grade", A, "--zip", "nowhere.zip", cwd=small_course)
+    missing = run("grade", A, "--zip", "nowhere.zip", cwd=small_course)
     assert missing.returncode == 2 and "nowhere.zip: no such file" in missing.stderr
-    loose = _cli("grade", A, "--layout", "canvas", cwd=small_course)
+    loose = run("grade", A, "--layout", "canvas", cwd=small_course)
     assert loose.returncode == 2 and "--timestamp and --layout go with --zip" in loose.stderr
     (small_course / "submitted" / "uma" / "01_Gradients").mkdir(parents=True)
     course = Course.load(small_course)
@@ -442,11 +436,11 @@ def test_grade_names_unknown_students_wrong_case_and_a_missing_zip(small_course)
 def test_grade_takes_a_canvas_zip_through_the_roster(small_course):
     (small_course / "roster.csv").write_text("id,first_name,lms_user_id\nvic,Vic,48215\n")
     archive = _dated(small_course / "canvas.zip", {f"lovelacevic_48215_77_{NB}": b"{}"})
-    both = _cli("grade", "--zip", str(archive), "--layout", "canvas", cwd=small_course)
+    both = run("grade", "--zip", str(archive), "--layout", "canvas", cwd=small_course)
     assert both.returncode == 2 and "--layout canvas: name exactly one ASSIGNMENT" in (
         both.stderr)
     unknown = _dated(small_course / "other.zip", {f"doejane_50000_78_{NB}": b"{}"})
-    refused = _cli("grade", A, "--zip", str(unknown), "--layout", "canvas", cwd=small_course)
+    refused = run("grade", A, "--zip", str(unknown), "--layout", "canvas", cwd=small_course)
     assert refused.returncode == 2 and "Canvas id 50000 is not in the roster" in refused.stderr
     assert not (small_course / "submitted" / "vic").exists()
     # unpacked (the grading that follows fails for the empty notebooks: not looked at here)
@@ -522,7 +516,7 @@ def test_a_misnamed_notebook_gets_nbgraders_score_and_a_plain_reason(tmp_path, r
     shutil.copy2(plain / "gradebook.db", ours / "gradebook.db")
     said = classes.nbgrader(plain, "autograde", A, "--force")
     assert "Skipping unknown notebook" in said.stdout + said.stderr
-    result = _cli("grade", A, "--jobs", "2", cwd=ours)
+    result = run("grade", A, "--jobs", "2", cwd=ours)
     assert result.returncode == 0, result.stderr[-2000:]
     expected = f"rosa submitted Untitled.ipynb; the assignment's notebook is {NB}"
     assert f"WARNING: {expected} (not graded" in result.stderr
@@ -531,7 +525,7 @@ def test_a_misnamed_notebook_gets_nbgraders_score_and_a_plain_reason(tmp_path, r
     scores = classes.gradebook_scores(ours, A)
     assert scores == classes.gradebook_scores(plain, A) and scores["rosa"] == 0
     assert classes.grade_record(ours, "rosa", A).failure == expected
-    renamed = _cli("grade", A, "--rename-notebook", cwd=ours)
+    renamed = run("grade", A, "--rename-notebook", cwd=ours)
     assert renamed.returncode == 0, renamed.stderr[-2000:]
     assert f"rosa/{A}: Untitled.ipynb is graded as {NB} (--rename-notebook" in renamed.stderr
     assert classes.gradebook_scores(ours, A)["rosa"] == scores["tess"] > 0
