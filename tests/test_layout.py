@@ -217,3 +217,21 @@ def test_the_authors_map_names_every_module_and_no_other():
     for folder in ("kernel/", "lab/", "grading/", "boundary/", "checks/", "hints/",
                    "preprocessors/", "units/", "testkit/"):
         assert folder in tree, folder
+
+
+def test_kernel_holds_only_modules_and_their_compiled_files():
+    # the sandbox mounts kernel/ whole: a data file, or a compiled file whose module moved out,
+    # would be there for students to read (marshal gives back a .pyc's constants)
+    kernel = PACKAGE / "kernel"
+    stray = []
+    for path in kernel.rglob("*"):
+        if path.is_dir():
+            if path.name != "__pycache__" and not (path / "__init__.py").is_file():
+                stray.append(path)
+        elif path.parent.name == "__pycache__":
+            if path.suffix != ".pyc" or not (path.parent.parent
+                                             / f"{path.name.split('.')[0]}.py").is_file():
+                stray.append(path)
+        elif path.suffix != ".py":
+            stray.append(path)
+    assert [str(p.relative_to(PACKAGE)) for p in stray] == []

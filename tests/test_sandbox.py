@@ -115,6 +115,8 @@ report = {
 if HOSTILE:  # only where the sandbox holds: unsandboxed, these would really do harm
   report.update({
     "write_package": attempt(lambda: write(PACKAGE + "/.sandbox-probe")),
+    "write_kernel": [attempt(lambda d=d: write(PACKAGE + d + "/.sandbox-probe"))
+                     for d in ("/kernel", "/kernel/checks")],
     "write_work": attempt(lambda: write("own.txt")),
     "write_tmp": attempt(lambda: write("/tmp/own.txt")),
     "course_listing": attempt(lambda: os.listdir(COURSE)),
@@ -249,6 +251,9 @@ def test_the_package_is_read_only_and_the_course_is_hidden(sandboxed):
     report, _, state = sandboxed
     assert state["sandboxed"] is True
     assert report["write_package"] in ("OSError", "PermissionError")  # read-only, not theirs
+    # kernel/ is mounted whole, its subfolders too: no file planted there for the grader
+    for said in report["write_kernel"]:
+        assert said in ("OSError", "PermissionError"), report["write_kernel"]
     assert report["course_visible"] is False and report["course_listing"] in ("[]",
                                                                               "FileNotFoundError")
     assert report["grader_tmp_visible"] is False
