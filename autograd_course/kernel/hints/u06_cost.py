@@ -3,12 +3,13 @@
 HINTS: dict[str, tuple[str, ...]] = {
     "q1": (
         "Call fn(*inputs) inside `with saved_tensors_hooks(pack, unpack):`. Autograd calls "
-        "pack(t) with every tensor it saves (pack must return what it wants stored: return t), "
-        "and unpack(t) gives it back (return t). Collect what pack receives, then add up bytes.",
-        "In pack, keep t in a dict keyed by t.untyped_storage().data_ptr(), so that a storage "
-        "saved twice (x * x, or x and x.T) counts once; return "
-        "sum(t.untyped_storage().nbytes() for t in the dict's values): bytes of whole "
-        "storages, an int.",
+        "pack(t) with every tensor it saves and stores what pack returns (t.detach() is the "
+        "same storage), and unpack gives it back (return it). Note the size of what pack "
+        "receives, then add up bytes.",
+        "In pack, record t.untyped_storage().nbytes() in a dict keyed by "
+        "t.untyped_storage().data_ptr(), so that a storage saved twice (x * x, or x and x.T) "
+        "counts once and whole. Keep numbers there, not tensors: the graph keeps pack, and "
+        "all it holds, alive. The answer is the dict's total, an int.",
     ),
     "q2": (
         "Go through the lines one at a time and ask what the backward formula of each "
