@@ -321,6 +321,46 @@ CORRECTIONS = [
                      "does grad.mul_(0):   tensor([0., 0., 0.])"),
     ("09_extending", "PyTorch warns: Error detected in ExpBackward0. Traceback of forward call "
                      "that caused the error:\n    y = torch.log(1 + torch.exp(x))"),
+    # mark_non_differentiable matters for floating outputs; integral ones never require grad
+    ("09_extending", "torch.float32, marked False: sign.requires_grad = True\n"
+                     "   x.grad: tensor([-0., 0.])"),
+    ("09_extending", "torch.int64, marked False: sign.requires_grad = False"),
+    ("09_extending", "backward receives for the indices: None"),  # set_materialize_grads(False)
+    # gradcheck checks only the inputs that require grad; fast mode's failure, in full
+    ("09_extending", "data without requires_grad: True\n"
+                     "GradcheckError: Jacobian mismatch for output 0 with respect to input 0,"),
+    ("09_extending", "Below, we recompute numerical and analytical jacobians in slow mode:"),
+    # a second derivative through a backward autograd cannot see is silently wrong
+    ("09_extending", "Softplus:           tensor([0.2678, 0.8466, 1.9982])\n"
+                     "DetachingSoftplus:  tensor([0.1447, 0.5000, 1.5516])\n"
+                     "2σ² alone:          tensor([0.1447, 0.5000, 1.5516])"),
+    ("09_extending", "first.grad_fn: torch::autograd::Error"),
+    # forward-mode rules, checked; which torch.func transform needs which rule
+    ("09_extending", "tangent agrees with the finite difference: True"),
+    ("09_extending", "LinearFwdForgetsW, backward only: True"),
+    ("09_extending", "jacfwd equals jacrev: [True, True]"),
+    ("09_extending", "SoftplusNew     yes           no  no        | "
+                     "yes  yes    (2)  (2)    (3) (2)\n"
+                     "SoftplusNewVmap yes           no  yes       | "
+                     "yes  yes    yes  (3)    (3) (3)\n"
+                     "LinearFwd       yes           yes no        | "
+                     "yes  yes    (4)  (4)    yes (4)\n"
+                     "LinearFwdVmap   yes           yes yes       | "
+                     "yes  yes    yes  yes    yes yes"),
+    # saved attributes follow the operation's argument names (mm saves _saved_mat2)
+    ("09_extending", "a[None] @ m:   ['_saved_mat2', "),
+    ("09_extending", "a.sum(dim=0):  {'_saved_dim': (0,), '_saved_keepdim': False, "
+                     "'_saved_self_sym_sizes': (3,)}"),
+    # mark_dirty, and grad_output changed in place
+    ("09_extending", "ExpInPlaceUnmarked a.grad_fn: CloneBackward0       "
+                     "x.grad: tensor([1., 2., 3.])"),
+    ("09_extending", "SoftplusGradInPlace  x.grad: tensor([-0.7388,  1.3863, 14.5399])"),
+    # the order hooks run in
+    ("09_extending", "tensor hook on y -> pre-hook of ExpBackward0 -> hook of ExpBackward0 -> "
+                     "tensor hook on x -> post-accumulate hook on x"),
+    ("09_extending", "tensor hook on y -> module pre-hook -> pre-hook of AddmmBackward0 -> "
+                     "hook of AddmmBackward0 -> module hook -> tensor hook on x"),
+    ("09_extending", "x.grad: tensor([1.0000, 0.5403])   cos(x): tensor([1.0000, 0.5403])"),
     # torch.func's answers, each against a second method
     ("10_functional", "inside the function, v has shape (3,)\ntensor([ 3., 12., 21., 30.])"),
     ("10_functional", "grad(grad(f))(1.5) = 29.0; 12x² + 2 = 29.0"),
@@ -332,6 +372,43 @@ CORRECTIONS = [
     ("10_functional", "jacrev is J: True\njacfwd is J: True"),
     ("10_functional", "hessian(chain) is the closed form: True"),
     ("10_functional", "both equal H @ v: True True"),
+    # has_aux returns tensors; .item() outside
+    ("10_functional", "fraction within 0.01 of y: 1.00 (.item() outside grad)"),
+    # randomness= and chunk_size of vmap
+    ("10_functional", 'randomness="same": one mask for all'),
+    ("10_functional", "all rows equal: True"),
+    ("10_functional", "chunk_size=None: the function ran 1 time(s), largest tensor 30\n"
+                      "chunk_size=4: the function ran 3 time(s), largest tensor 12\n"
+                      "same results: True"),
+    # per-sample gradients without vmap: one weight copy per sample, one backward()
+    ("10_functional", "copies share the parameters' memory: True\n"
+                      "one backward() through the copies equals vmap(grad(...)): True"),
+    # the counts behind the timings: operations, multiply-adds, numbers written
+    ("10_functional", "batch 512: operations: loop 17412, vmap 49 | multiply-adds: loop 311,296, "
+                      "vmap 311,296"),
+    ("10_functional", "multiply-adds: {'f(x)': 12, 'jvp': 36, 'vjp': 24}"),
+    ("10_functional", "n =    4, m = 2048: jacrev 2048 vjps  16,785,408 multiply-adds "
+                      "(13 operations) | jacfwd    4 jvps      49,152 (24 operations)"),
+    ("10_functional", "numbers written: the Hessian, then H @ v 140,087,985 (102 operations); "
+                      "jvp of grad 143,972 (119 operations)"),
+    # BatchNorm under vmap, buffers in functional_call, an ensemble
+    ("10_functional", "eval mode: True\nrunning_mean now: None\nbatch statistics per group: True\n"
+                      "the same in eval mode: True"),
+    ("10_functional", "models[1] with the parameters of models[0] is models[0]: False\n"
+                      "... with its parameters and buffers: True"),
+    ("10_functional", "5 models in one call: (5, 6, 1) | each model's own predictions: True"),
+    # linearize against jvp; jacrev's chunk_size
+    ("10_functional", "value is f(x): True | 100 directions, the same as jvp: True"),
+    ("10_functional", "jvp(layer, (x,), (v,))  19 operations, 36 multiply-adds\n"
+                      "jvp_fn(v)                5 operations, 12 multiply-adds"),
+    ("10_functional", "chunk_size=256: largest tensor   524,288 numbers, 16,785,408 multiply-adds, "
+                      "77 operations\nthe same Jacobian: True"),
+    # a custom Function with a backward only: reverse mode works, forward mode needs rules
+    ("10_functional", "jacrev is diag(3x²): True"),
+    ("10_functional", "jvp: NotImplementedError: You must implement the jvp function for custom "
+                      "autograd.Function"),
+    ("10_functional", "jacfwd: RuntimeError: You tried to vmap over Cube, but it does not have "
+                      "vmap support."),
 ]
 
 
@@ -375,11 +452,36 @@ COMMON_MISTAKES = [
     ("09_extending", "GradcheckError: Jacobian mismatch for output 0 with respect to input 0,"),
     ("09_extending", "RuntimeError: one of the variables needed for gradient computation has been "
                      "modified by an inplace operation"),
+    ("09_extending", "RuntimeError: element 0 of tensors does not require grad and does not have "
+                     "a grad_fn"),
+    ("09_extending", "ValueError: gradcheck expects at least one input tensor to require "
+                     "gradient"),
+    ("09_extending", "RuntimeError: trying to differentiate twice a function that was marked "
+                     "with @once_differentiable"),
+    ("09_extending", "RuntimeError: The differentiated Tensor at index 0 appears to not have been "
+                     "used in the graph."),
+    ("09_extending", "GradcheckError: Jacobian computed with forward mode mismatch for output 0 "
+                     "with respect to input 1,"),
+    ("09_extending", "(2) RuntimeError: You tried to vmap over SoftplusNew, but it does not have "
+                     "vmap support."),
+    ("09_extending", "NotImplementedError: You must implement the jvp function for custom "
+                     "autograd.Function to use it with forward mode AD."),
+    ("09_extending", "RuntimeError: a leaf Variable that requires grad has been used in an "
+                     "in-place operation."),
+    ("09_extending", "RuntimeError: unsupported operation: more than one element of the "
+                     "written-to tensor refers to a single memory location."),
+    ("09_extending", "RuntimeError: Trying to backward through lesson09.numpy_sin.default but no "
+                     "autograd formula was registered."),
     ("10_functional", "RuntimeError: grad_and_value(f)(*args): Expected f(*args) to return a "
                       "scalar Tensor"),
     ("10_functional", "RuntimeError: vmap: It looks like you're calling .item() on a Tensor."),
     ("10_functional", "ValueError: vmap: Expected all tensors to have the same size in the mapped "
                       "dimension"),
+    ("10_functional", "RuntimeError: Expected tensors, got unsupported type <class 'float'>"),
+    ("10_functional", "RuntimeError: vmap: called random operation while in randomness error "
+                      "mode."),
+    ("10_functional", "RuntimeError: Batch norm got a batched tensor as input while the "
+                      "running_mean or running_var"),
 ]
 
 

@@ -1,4 +1,5 @@
-"""Display helpers for lesson 09 (extending autograd): long or machine-specific messages, short.
+"""Helpers for lesson 09 (extending autograd): long or machine-specific messages, short, and
+which ``torch.func`` transforms a custom Function supports.
 
 PyTorch's messages about custom Functions can be long (``gradcheck`` prints whole
 Jacobians) or name files of the machine they ran on (anomaly mode prints the traceback of
@@ -14,6 +15,9 @@ the same on every machine:
 PyTorch warns: first line
     ... (1 more line)
 ValueError: bad value
+
+:func:`transform_table` tries each transform of ``torch.func`` on a Function and prints
+which work, with the first sentence of each message PyTorch gives where one fails.
 """
 
 from __future__ import annotations
@@ -21,7 +25,11 @@ from __future__ import annotations
 import contextlib
 import io
 import re
-from collections.abc import Iterator
+import warnings
+from collections.abc import Callable, Iterator
+
+import torch
+from torch import func
 
 from autograd_course.kernel.lessons import show_error
 
@@ -100,3 +108,111 @@ def show_error_short(lines: int | None = None) -> Iterator[None]:
             yield
     finally:
         print(shorten(drop_paths(buffer.getvalue()), lines))
+
+
+#: The transforms :func:`transform_table` tries, in its column order.
+TRANSFORMS = ("grad", "jacrev", "vmap", "jacfwd", "jvp", "hessian")
+
+
+def first_sentence(error: Exception) -> str:
+    """``ErrorType: the first sentence of the message`` (PyTorch's messages about
+    transforms go on with advice and a link).
+
+    >>> first_sentence(ValueError("Bad input. Try another one. See the docs."))
+    'ValueError: Bad input.'
+    """
+    line = str(error).split("\n")[0]
+    head, dot, _ = line.partition(". ")
+    return f"{type(error).__name__}: {head}{dot.strip()}"
+
+
+def try_transforms(function: Callable, *inputs: torch.Tensor) -> dict[str, str | None]:
+    """Each of :data:`TRANSFORMS` applied to ``function`` at ``inputs``: ``None`` where it
+    works, else the first sentence of its error (:func:`first_sentence`).
+
+    ``grad`` and ``hessian`` differentiate ``function(*inputs).sum()``; ``jacrev`` and
+    ``jacfwd`` take the Jacobian with respect to the first input; ``vmap`` maps over a batch
+    of two copies of the first input (the others shared); ``jvp`` pushes tangents of ones.
+
+    >>> try_transforms(torch.sin, torch.tensor([0.0, 1.0]))["hessian"] is None
+    True
+    """
+    rest = (None,) * (len(inputs) - 1)
+    first = inputs[0]
+
+    def total(*args: torch.Tensor) -> torch.Tensor:
+        return function(*args).sum()
+
+    calls = {
+        "grad": lambda: func.grad(total)(*inputs),
+        "jacrev": lambda: func.jacrev(function)(*inputs),
+        "vmap": lambda: func.vmap(function, in_dims=(0, *rest))(
+            torch.stack([first, first]), *inputs[1:]),
+        "jacfwd": lambda: func.jacfwd(function)(*inputs),
+        "jvp": lambda: func.jvp(function, inputs, tuple(torch.ones_like(t) for t in inputs)),
+        "hessian": lambda: func.hessian(total)(*inputs),
+    }
+    results: dict[str, str | None] = {}
+    for name in TRANSFORMS:
+        try:
+            with warnings.catch_warnings():
+                # torch's first forward-mode call scripts decompositions with the deprecated
+                # torch.jit.script: its warning is about torch's own code, not the Function
+                warnings.simplefilter("ignore", DeprecationWarning)
+                calls[name]()
+            results[name] = None
+        except Exception as error:  # noqa: BLE001 - which transform fails, and how, is the point
+            results[name] = first_sentence(error)
+    return results
+
+
+def _has(function_class: type, name: str) -> bool:
+    """Whether a Function class defines ``name`` itself, rather than inheriting
+    ``torch.autograd.Function``'s placeholder."""
+    return getattr(function_class, name) is not getattr(torch.autograd.Function, name)
+
+
+def transform_table(rows: list[tuple[type, tuple[torch.Tensor, ...]]]) -> None:
+    """Print, for each ``(FunctionClass, inputs)``, the rules the class has (``setup_context``,
+    ``jvp``, a vmap rule: ``generate_vmap_rule = True`` or its own ``vmap``) and which of
+    :data:`TRANSFORMS` work on ``FunctionClass.apply`` at ``inputs`` ("yes", or the number
+    of the message printed under the table).
+
+    >>> class Double(torch.autograd.Function):
+    ...     generate_vmap_rule = True
+    ...     @staticmethod
+    ...     def forward(x):
+    ...         return 2 * x
+    ...     @staticmethod
+    ...     def setup_context(ctx, inputs, output):
+    ...         pass
+    ...     @staticmethod
+    ...     def backward(ctx, grad_output):
+    ...         return 2 * grad_output
+    >>> transform_table([(Double, (torch.tensor([1.0, 2.0]),))])
+    Function  setup_context jvp vmap rule | grad jacrev vmap jacfwd jvp hessian
+    Double    yes           no  yes       | yes  yes    yes  (1)    (1) (1)
+    (1) NotImplementedError: You must implement the jvp function for custom autograd.Function ...
+    """
+    rules = ("setup_context", "jvp", "vmap rule")
+    messages: list[str] = []
+    lines = []
+    for function_class, inputs in rows:
+        has = {"setup_context": _has(function_class, "setup_context"),
+               "jvp": _has(function_class, "jvp"),
+               "vmap rule": function_class.generate_vmap_rule or _has(function_class, "vmap")}
+        cells = [function_class.__name__] + ["yes" if has[rule] else "no" for rule in rules]
+        for message in try_transforms(function_class.apply, *inputs).values():
+            if message is not None and message not in messages:
+                messages.append(message)
+            cells.append("yes" if message is None else f"({messages.index(message) + 1})")
+        lines.append(cells)
+    header = ["Function", *rules, *TRANSFORMS]
+    widths = [max(len(str(row[i])) for row in [header, *lines]) for i in range(len(header))]
+    split = 1 + len(rules)
+    for row in [header, *lines]:
+        left = " ".join(f"{cell:{widths[i]}}" for i, cell in enumerate(row[:split]))
+        right = " ".join(f"{cell:{widths[split + i]}}" for i, cell in enumerate(row[split:]))
+        print(f"{left} | {right}".rstrip())
+    for number, message in enumerate(messages, 1):
+        print(f"({number}) {message}")

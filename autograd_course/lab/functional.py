@@ -11,6 +11,11 @@ module holds the timing and drawing:
 - **Jacobians, timed**: :func:`jacobian_sweep` times ``torch.func.jacrev`` and
   ``torch.func.jacfwd`` over a grid of input sizes ``n`` and output sizes ``m``;
   :func:`jacobian_table` and :func:`plot_jacobian_sweep` show it;
+- **the work, counted**: :func:`count_work` runs a call once and counts what it did
+  (:class:`Work`: the operations dispatched, the multiply-adds of its matrix products, the
+  numbers its operations wrote, and the largest single tensor among them);
+  :func:`compare_work` does it for several calls. Counts are exact and the same on every
+  machine: they explain the times, which are measurements;
 - times are measurements: a lesson cell that prints them is tagged "measured".
 
 >>> import torch
@@ -21,6 +26,8 @@ module holds the timing and drawing:
 >>> row = SpeedRow(batch=32, loop=0.010, vectorised=0.002)
 >>> round(row.speed_up, 6)
 5.0
+>>> count_work(torch.mm, torch.ones(2, 3), torch.ones(3, 4))
+Work(operations=1, multiply_adds=24, numbers_written=8, largest=8)
 """
 
 from __future__ import annotations
@@ -30,6 +37,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
 from autograd_course.lab.cost import compare_times
 
@@ -64,6 +73,89 @@ def all_close(a: Tensors, b: Tensors, **tolerances) -> bool:
     ``tolerances`` (``rtol``, ``atol``) are passed on to ``torch.allclose``.
     """
     return set(a) == set(b) and all(torch.allclose(a[n], b[n], **tolerances) for n in a)
+
+
+# --- the work, counted ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Work:
+    """What one call did, counted rather than timed (the same on every machine).
+
+    - ``operations``: the ATen operations it dispatched (views included), each a trip
+      through PyTorch's dispatcher: the fixed cost a call pays per operation;
+    - ``multiply_adds``: those of its matrix products (``mm``, ``bmm``, ``mv``, ``addmm``,
+      ``dot``, ...); elementwise operations are not in it;
+    - ``numbers_written``: the entries of every output of every operation: the elementwise
+      work, and the memory traffic;
+    - ``largest``: the entries of the largest single output: a bound on the memory that one
+      intermediate needs (what ``chunk_size`` lowers).
+    """
+
+    operations: int
+    multiply_adds: int
+    numbers_written: int
+    largest: int
+
+
+#: The matrix products, and the position of their first factor among the arguments
+#: (``addmm(c, a, b)`` computes ``c + a @ b``).
+_PRODUCTS = {"mm": 0, "bmm": 0, "mv": 0, "dot": 0, "vdot": 0,
+             "addmm": 1, "baddbmm": 1, "addmv": 1}
+
+
+def _multiply_adds(name: str, args) -> int:
+    """The multiply-adds of one matrix product ``a @ b``: a's entries times b's columns."""
+    first = _PRODUCTS.get(name)
+    if first is None:
+        return 0
+    a, b = args[first], args[first + 1]
+    return a.numel() * (b.shape[-1] if b.dim() >= 2 else 1)
+
+
+class _OperationLog(TorchDispatchMode):
+    """Counts the operations that reach the dispatcher, their products and their outputs."""
+
+    def __init__(self):
+        super().__init__()
+        self.operations = self.multiply_adds = self.numbers_written = self.largest = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        self.operations += 1
+        self.multiply_adds += _multiply_adds(func.overloadpacket.__name__, args)
+        for leaf in tree_leaves(out):
+            if isinstance(leaf, torch.Tensor):
+                self.numbers_written += leaf.numel()
+                self.largest = max(self.largest, leaf.numel())
+        return out
+
+
+def count_work(fn: Callable, *args, **kwargs) -> Work:
+    """Call ``fn(*args, **kwargs)`` once and count its :class:`Work`.
+
+    The operations are seen below ``torch.func``'s transforms (a
+    ``torch.utils._python_dispatch.TorchDispatchMode``): under ``vmap`` an operation counts
+    once, with the batched shapes of its tensors.
+
+    >>> import torch
+    >>> count_work(torch.mv, torch.ones(3, 4), torch.ones(4))
+    Work(operations=1, multiply_adds=12, numbers_written=3, largest=3)
+    """
+    with _OperationLog() as log:
+        fn(*args, **kwargs)
+    return Work(log.operations, log.multiply_adds, log.numbers_written, log.largest)
+
+
+def compare_work(fns: Mapping[str, Callable], *args, **kwargs) -> dict[str, Work]:
+    """:func:`count_work` of several functions called on the same arguments: label -> Work.
+
+    >>> import torch
+    >>> work = compare_work({"a @ a": lambda a: a @ a, "a * a": lambda a: a * a}, torch.ones(4, 4))
+    >>> work["a @ a"].multiply_adds, work["a * a"].multiply_adds, work["a * a"].largest
+    (64, 0, 16)
+    """
+    return {label: count_work(fn, *args, **kwargs) for label, fn in fns.items()}
 
 
 # --- per-sample gradients: a loop against vmap ----------------------------------------------
