@@ -1,7 +1,11 @@
-"""Typical wrong answers to assignment 09 Extending autograd.
+"""Typical wrong answers to assignment 09 Extending autograd, and correct ones that differ
+from the reference.
 
 Questions 1 and 3 answer with a class: :func:`_sinc` and :func:`_fixed` write it with the
 reference's bodies except those given, so that each wrong answer changes one thing.
+:data:`RIGHT` holds correct answers in other styles the prompts and PyTorch's Extending note
+allow (setup_context, a forward-mode jvp, vjp, once_differentiable, attributes of ctx): each
+must get full marks (tests/test_alternative_answers.py).
 """
 
 from __future__ import annotations
@@ -49,8 +53,7 @@ def _sinc(forward: str = _SINC_FORWARD, backward: str | None = None,
           result: str = "torch.where(near, series, formula)") -> str:
     """The class of question 1 with the reference's forward and backward, except those given
     (``result`` replaces what the reference backward multiplies grad_output by)."""
-    if backward is None:
-        backward = _SINC_BACKWARD.replace("{result}", result)
+    backward = (_SINC_BACKWARD if backward is None else backward).replace("{result}", result)
     return (
         "class Sinc(torch.autograd.Function):\n"
         "    @staticmethod\n"
@@ -95,6 +98,9 @@ def _per_input(copies: str = "t.detach().clone().requires_grad_(j == i)",
         """)
 
 
+#: Words that would say which prediction of question 5 is wrong: its message says how many.
+_NAMES_A_SNIPPET = ["snippet", "raises[", "sigmoid", "cos", "relu", "tanh", "pow", "divid"]
+
 _HOOK = "def row_clip_hook(max_norm):"
 
 
@@ -137,7 +143,27 @@ WRONG: dict[str, list[Wrong]] = {
                 return grad_output * (x * torch.cos(x) - torch.sin(x)) / x**2
                 """),
             "nan_at_zero",
-            ["divides 0 by 0"],
+            ["divides 0 by 0", "Sinc's backward"],
+            not_says=["other branch"],
+            breaks="0 where `x` is exactly 0",
+        ),
+        wrong(
+            "a first attempt: where in forward, the plain 0 / 0 formula in backward",
+            """
+            class Sinc(torch.autograd.Function):
+                @staticmethod
+                def forward(ctx, x):
+                    ctx.save_for_backward(x)
+                    return torch.where(x == 0, torch.ones_like(x), torch.sin(x) / x)
+
+                @staticmethod
+                def backward(ctx, grad_output):
+                    (x,) = ctx.saved_tensors
+                    return grad_output * (x * torch.cos(x) - torch.sin(x)) / x**2
+            """,
+            "nan_at_zero",
+            ["divides 0 by 0", "use the series"],
+            not_says=["other branch", "0 * nan"],
             breaks="0 where `x` is exactly 0",
         ),
         wrong(
@@ -152,23 +178,98 @@ WRONG: dict[str, list[Wrong]] = {
             "one term of the series, used up to 0.1",
             _sinc(result="torch.where(near, -x / 3, formula)").replace("x.abs() < 1e-2",
                                                                        "x.abs() < 0.1"),
-            "values",
-            ["too far from 0"],
+            "series_too_far",
+            ["too far from 0", "cut after 1 term", "x**3/30"],
             breaks="right to 6 significant digits\nat every `x`",
         ),
         wrong(
             "one term of the series, used up to 0.045",
             _sinc(result="torch.where(near, -x / 3, formula)").replace("x.abs() < 1e-2",
                                                                        "x.abs() < 0.045"),
-            "values",
-            ["too far from 0"],
+            "series_too_far",
+            ["too far from 0", "cut after 1 term"],
             breaks="right to 6 significant digits\nat every `x`",
+        ),
+        wrong(
+            "one term of the series, used up to 1e-2",
+            _sinc(result="torch.where(near, -x / 3, formula)"),
+            "series_too_far",
+            ["cut after 1 term", "add terms"],
+            breaks="as far from 0 as its terms are right to 6 digits",
+        ),
+        wrong(
+            "three terms of the series, used up to |x| < 1",
+            _sinc(backward=_SINC_BACKWARD.replace("x.abs() < 1e-2", "x.abs() < 1")),
+            "series_too_far",
+            ["cut after 3 terms", "x**7/45360"],
+            not_says=["1e-2, say"],
+            breaks="right to 6 significant digits\nat every `x`",
+        ),
+        wrong(
+            "the series with the wrong sign, the formula right",
+            _sinc(result="torch.where(near, -series, formula)"),
+            "sign",
+            ["wrong sign", "near 0", "-x/3"],
+            not_says=["too far from 0"],
+        ),
+        wrong(
+            "the series branch without grad_output",
+            _sinc(backward=_SINC_BACKWARD.replace(
+                "grad_output * {result}", "torch.where(near, series, grad_output * formula)")),
+            "no_grad_output",
+            ["series alone", "grad_output"],
+            not_says=["too far from 0"],
+            breaks="its\nbackward returns `grad_output` times",
+        ),
+        wrong(
+            "backward in float32 (x.float())",
+            _sinc(backward=_SINC_BACKWARD.replace("(x,) = ctx.saved_tensors",
+                                                  "(x,) = ctx.saved_tensors\nx = x.float()")),
+            "float32",
+            ["float32"],
+            not_says=["too far from 0"],
+            breaks="right to 6 significant digits\nat every `x`",
+        ),
+        wrong(
+            "backward in float32, grad_output too",
+            _sinc(backward=_SINC_BACKWARD.replace(
+                "(x,) = ctx.saved_tensors",
+                "(x,) = ctx.saved_tensors\nx, grad_output = x.float(), grad_output.float()")),
+            "float32",
+            ["float32", "x's dtype"],
+            breaks="right to 6 significant digits\nat every `x`",
+        ),
+        wrong(
+            "x kept as ctx.x, not saved with save_for_backward",
+            _sinc(forward=_SINC_FORWARD.replace("ctx.save_for_backward(x)", "ctx.x = x"),
+                  backward=_SINC_BACKWARD.replace("(x,) = ctx.saved_tensors", "x = ctx.x")),
+            "not_saved",
+            ["ran without error", "ctx.save_for_backward(x)", "in-place change"],
+            breaks="Save `x` for backward with\n`ctx.save_for_backward` (not as an attribute of "
+            "`ctx`)",
+        ),
+        wrong(
+            "a copy of x saved",
+            _sinc(forward=_SINC_FORWARD.replace("ctx.save_for_backward(x)",
+                                                "ctx.save_for_backward(x.clone())")),
+            "not_saved",
+            ["ran without error", "ctx.save_for_backward(x)"],
+            breaks="Save `x` for backward with\n`ctx.save_for_backward`",
+        ),
+        wrong(
+            "x saved, but backward reads the attribute ctx.x",
+            _sinc(forward=_SINC_FORWARD.replace("ctx.save_for_backward(x)",
+                                                "ctx.save_for_backward(x)\nctx.x = x"),
+                  backward=_SINC_BACKWARD.replace("(x,) = ctx.saved_tensors", "x = ctx.x")),
+            "not_saved",
+            ["read it from ctx.saved_tensors"],
+            breaks="Save `x` for backward with\n`ctx.save_for_backward`",
         ),
         wrong(
             "a plain class: autograd of the masking trick and a series, no backward",
             "class Sinc:" + _PLAIN_APPLY,
             "no_backward",
-            ["Sinc.backward", "torch.autograd.Function"],
+            ["no backward of its own", "torch.autograd.Function"],
             breaks="Write `class Sinc(torch.autograd.Function)`",
         ),
         wrong(
@@ -184,8 +285,8 @@ WRONG: dict[str, list[Wrong]] = {
                     def backward(ctx, grad_output):
                         return grad_output
                 """) + _PLAIN_APPLY,
-            "values",
-            ["Sinc.backward(ctx, v)", "does not use this backward"],
+            "not_own",
+            ["Sinc's own forward and backward", "does not use them"],
             breaks="its\nbackward returns `grad_output` times",
         ),
         wrong(
@@ -200,7 +301,7 @@ WRONG: dict[str, list[Wrong]] = {
             "the derivative's sign flipped",
             _sinc(result="torch.where(near, -series, -formula)"),
             "sign",
-            ["wrong sign"],
+            ["wrong sign", "quotient rule"],
         ),
         wrong(
             "cos(x) / x, the quotient rule's second term left out",
@@ -329,6 +430,23 @@ WRONG: dict[str, list[Wrong]] = {
             breaks="Find out with `torch.autograd.gradcheck`",
         ),
         wrong(
+            "gradcheck of function.apply(*a).sum() per input: a vjp with grad_output all ones",
+            _per_input(check="torch.autograd.gradcheck(lambda *a: function.apply(*a).sum(), "
+                       "args, raise_exception=False)"),
+            "missed",
+            ["grad_output's entries from the wrong places", ".sum()", "whole Jacobian"],
+            breaks="for some\n`grad_output`: a backward can be right for `grad_output` all ones "
+            "and wrong for others",
+        ),
+        wrong(
+            "the mask inverted: every input but the i-th requires grad",
+            _per_input(copies="t.detach().clone().requires_grad_(j != i)"),
+            "mask_inverted",
+            ["every input but the i-th requires grad", "requires_grad_(j == i)"],
+            not_says=["float64"],
+            breaks="for that input is wrong",
+        ),
+        wrong(
             "all False",
             function(_WRONG_INPUTS, "return (False,) * len(inputs)"),
             "missed",
@@ -410,12 +528,13 @@ WRONG: dict[str, list[Wrong]] = {
             breaks="Find out with `torch.autograd.gradcheck`",
         ),
         wrong(
-            "reads the drawn bug (scale, order, power) from the Function's closure",
+            "reads the drawn bug (scale, order, power, moved) from the Function's closure",
             function(_WRONG_INPUTS, """
                 import inspect
                 found = inspect.getclosurevars(function.backward).nonlocals
                 scale, order, power = found["scale"], found["order"], found["power"]
-                return tuple(scale[i] != 1 or order[i] != i or power[i] != 1
+                moved = found["moved"]
+                return tuple(scale[i] != 1 or order[i] != i or power[i] != 1 or i in moved
                              for i in range(len(inputs)))
                 """),
             "raised",
@@ -526,7 +645,7 @@ WRONG: dict[str, list[Wrong]] = {
                     return w * torch.exp(-w * x**2)
             """,
             "no_backward",
-            ["Fixed.backward", "torch.autograd.Function"],
+            ["no backward of its own", "torch.autograd.Function"],
             breaks="write its backward",
         ),
         wrong(
@@ -547,6 +666,38 @@ WRONG: dict[str, list[Wrong]] = {
             "zero",
             ["Fixed.apply(x, w)", "all zeros"],
             breaks="`Fixed` has the same forward",
+        ),
+        wrong(
+            "grad.mul_(...) in place for dx, then dw from the changed grad",
+            _fixed("""
+                dx = grad.mul_(-2 * w * x * y)
+                dw = grad * (torch.exp(-w * x**2) - x**2 * y)
+                return dx, dw
+                """),
+            "grad_in_place",
+            ["changed grad in place", "never modify grad"],
+            breaks="never modify `grad` in place",
+        ),
+        wrong(
+            "grad.mul_(...) in place, last, the values right",
+            _fixed("""
+                dx = grad * (-2 * w * x * y)
+                return dx, grad.mul_(torch.exp(-w * x**2) - x**2 * y)
+                """),
+            "grad_in_place",
+            ["came back changed", "never modify grad"],
+            breaks="never modify `grad` in place",
+        ),
+        wrong(
+            "grad *= ... in place",
+            _fixed("""
+                dw = grad * (torch.exp(-w * x**2) - x**2 * y)
+                grad *= -2 * w * x * y
+                return grad, dw
+                """),
+            "grad_in_place",
+            ["never modify grad"],
+            breaks="never modify `grad` in place",
         ),
         wrong("left blank", _fixed(_STUB), "blank", ["NotImplementedError"]),
     ],
@@ -646,47 +797,239 @@ WRONG: dict[str, list[Wrong]] = {
             "every in-place change breaks backward",
             "raises = (True, True, True, True, True, True)",
             "values",
-            ["cos saves its input"],
+            ["4 of the 6 predictions are wrong"],
+            not_says=_NAMES_A_SNIPPET,
             hidden_only="prediction",
         ),
         wrong(
             "no in-place change breaks backward",
             "raises = (False, False, False, False, False, False)",
             "values",
-            ["sigmoid saves its output"],
+            ["2 of the 6 predictions are wrong"],
+            not_says=_NAMES_A_SNIPPET,
             hidden_only="prediction",
         ),
         wrong(
             "relu_ thought to break its own gradient",
             "raises = (True, False, True, False, True, False)",
             "values",
-            ["relu_ saves its own output"],
+            ["1 of the 6 predictions is wrong", "does not say which"],
+            not_says=_NAMES_A_SNIPPET,
             hidden_only="prediction",
         ),
         wrong(
             "tanh thought to save its input",
             "raises = (True, False, False, True, True, False)",
             "values",
-            ["tanh saves its output z"],
+            ["1 of the 6 predictions is wrong"],
+            not_says=_NAMES_A_SNIPPET,
             hidden_only="prediction",
         ),
         wrong(
             "pow(2) thought to save nothing of y",
             "raises = (True, False, False, False, False, False)",
             "values",
-            ["pow(2) saves its input y"],
+            ["1 of the 6 predictions is wrong"],
+            not_says=_NAMES_A_SNIPPET,
             hidden_only="prediction",
         ),
         wrong(
             "dividing by a number thought to save y",
             "raises = (True, False, False, False, True, True)",
             "values",
-            ["saves nothing of y"],
+            ["1 of the 6 predictions is wrong"],
+            not_says=_NAMES_A_SNIPPET,
+            hidden_only="prediction",
+        ),
+        wrong(
+            "sigmoid and pow(2) both missed",
+            "raises = (False, False, False, False, False, True)",
+            "values",
+            ["3 of the 6 predictions are wrong"],
+            not_says=_NAMES_A_SNIPPET,
             hidden_only="prediction",
         ),
         wrong("a list of five", "raises = [True, False, False, False, True]", "shape",
               ["6 items"]),
         wrong("ones and zeros", "raises = (1, 0, 0, 0, 1, 0)", "type", ["True or False"]),
         wrong("left blank", "", "blank", ["not defined"]),
+    ],
+}
+
+
+def _right(label: str, code: str) -> tuple[str, str]:
+    return label, textwrap.dedent(code).strip("\n")
+
+
+#: Correct answers other than the reference, by grade id: (label, code), full marks each.
+RIGHT: dict[str, list[tuple[str, str]]] = {
+    "q1_sinc": [
+        _right("setup_context, with a forward-mode jvp from ctx.save_for_forward", """
+class Sinc(torch.autograd.Function):
+    @staticmethod
+    def forward(x):
+        nonzero = torch.where(x == 0, 1.0, x)
+        return torch.where(x == 0, 1.0, torch.sin(nonzero) / nonzero)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        (x,) = inputs
+        ctx.save_for_backward(x)
+        ctx.save_for_forward(x)
+
+    @staticmethod
+    def _slope(x):
+        near = x.abs() < 1e-2
+        far = torch.where(near, 1.0, x)
+        formula = (far * torch.cos(far) - torch.sin(far)) / far**2
+        x2 = x * x
+        series = -x / 3 * (1 - x2 / 10 * (1 - x2 / 28))
+        return torch.where(near, series, formula)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return grad_output * Sinc._slope(x)
+
+    @staticmethod
+    def jvp(ctx, x_t):
+        (x,) = ctx.saved_tensors
+        return x_t * Sinc._slope(x)
+"""),
+        _right("setup_context, forward(x, small=1e-2) with an optional argument", """
+class Sinc(torch.autograd.Function):
+    @staticmethod
+    def forward(x, small=1e-2):
+        nonzero = torch.where(x == 0, 1.0, x)
+        return torch.where(x == 0, 1.0, torch.sin(nonzero) / nonzero)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, small = inputs
+        ctx.save_for_backward(x)
+        ctx.small = small
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        near = x.abs() < ctx.small
+        far = torch.where(near, 1.0, x)
+        formula = (far * torch.cos(far) - torch.sin(far)) / far**2
+        x2 = x * x
+        series = -x / 3 * (1 - x2 / 10 * (1 - x2 / 28))
+        return grad_output * torch.where(near, series, formula), None
+"""),
+        _right("once_differentiable, set_materialize_grads(False), needs_input_grad, four "
+               "terms up to 0.05", """
+from torch.autograd.function import once_differentiable
+
+
+class Sinc(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.set_materialize_grads(False)
+        ctx.save_for_backward(x)
+        safe = torch.where(x == 0, 1.0, x)
+        return torch.where(x == 0, 1.0, torch.sin(safe) / safe)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_output):
+        if grad_output is None or not ctx.needs_input_grad[0]:
+            return None
+        (x,) = ctx.saved_tensors
+        small = x.abs() < 0.05
+        ctx.small = small  # an attribute: not a tensor autograd must track
+        series = -x / 3 + x**3 / 30 - x**5 / 840 + x**7 / 45360
+        t = torch.where(small, 1.0, x)
+        formula = (t * torch.cos(t) - torch.sin(t)) / t**2
+        return grad_output * torch.where(small, series, formula)
+"""),
+        _right("vjp in place of backward, the output saved beside x", """
+class Sinc(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.where(x == 0, 1.0, torch.sin(x) / torch.where(x == 0, 1.0, x))
+        ctx.save_for_backward(x, y)
+        return y
+
+    @staticmethod
+    def vjp(ctx, grad_output):
+        x, y = ctx.saved_tensors
+        small = x.abs() < 1e-2
+        safe = torch.where(small, 1.0, x)
+        x2 = x * x
+        series = x * (-1 / 3 + x2 / 30 - x2 * x2 / 840)
+        return grad_output * torch.where(small, series, (torch.cos(safe) - y) / safe)
+"""),
+    ],
+    "q2_wrong_inputs": [
+        _right("gradcheck's fast mode", """
+def wrong_inputs(function, inputs):
+    answers = []
+    for i in range(len(inputs)):
+        copies = [t.detach().clone().requires_grad_(j == i) for j, t in enumerate(inputs)]
+        answers.append(not torch.autograd.gradcheck(function.apply, copies, fast_mode=True,
+                                                    raise_exception=False))
+    return tuple(answers)
+"""),
+        _right("gradcheck left to raise, GradcheckError caught", """
+from torch.autograd import gradcheck
+from torch.autograd.gradcheck import GradcheckError
+
+
+def wrong_inputs(function, inputs):
+    verdicts = []
+    for i in range(len(inputs)):
+        args = tuple(t.clone().detach().requires_grad_(j == i) for j, t in enumerate(inputs))
+        try:
+            gradcheck(function.apply, args)
+            verdicts.append(False)
+        except GradcheckError:
+            verdicts.append(True)
+    return tuple(verdicts)
+"""),
+    ],
+    "q3_fixed": [
+        _right("forward keeps an intermediate on ctx as an attribute", """
+class Fixed(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, w):
+        e = torch.exp(-w * x**2)
+        y = w * e
+        ctx.save_for_backward(x, w, y)
+        ctx.e = e
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, w, y = ctx.saved_tensors
+        return grad * (-2 * w * x * y), grad * (ctx.e - x**2 * y)
+"""),
+        _right("setup_context, once_differentiable and needs_input_grad", """
+from torch.autograd.function import once_differentiable
+
+
+class Fixed(torch.autograd.Function):
+    @staticmethod
+    def forward(x, w):
+        return w * torch.exp(-w * x**2)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, w = inputs
+        ctx.save_for_backward(x, w, output)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad):
+        x, w, y = ctx.saved_tensors
+        dx = dw = None
+        if ctx.needs_input_grad[0]:
+            dx = grad * (-2 * w * x * y)
+        if ctx.needs_input_grad[1]:
+            dw = grad * (1 - w * x * x) * y / w
+        return dx, dw
+"""),
     ],
 }

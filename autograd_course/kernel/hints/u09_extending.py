@@ -5,40 +5,45 @@ HINTS: dict[str, tuple[str, ...]] = {
         "forward computes the values without recording anything, so a division by zero "
         "there only needs a value to put in its place: torch.where(x == 0, 1.0, ...), with "
         "a tensor that has no zeros in the other branch. Save x for backward with "
-        "ctx.save_for_backward(x); backward receives grad_output and returns "
-        "grad_output * sinc'(x).",
-        "In backward, pick the series where |x| is small (below 1e-2, say) and the formula "
-        "elsewhere, both computed on tensors without zeros where they could divide by 0: "
-        "series = -x/3 + x**3/30 - x**5/840 (it is 0 at 0), formula = (x cos x - sin x) / "
-        "x**2 on torch.where(small, 1.0, x). Then return grad_output * torch.where(small, "
-        "series, formula).",
+        "ctx.save_for_backward(x) (an attribute such as ctx.x escapes autograd's in-place "
+        "check); backward receives grad_output and returns grad_output * sinc'(x).",
+        "In backward, read x back from ctx.saved_tensors and pick, entry by entry with "
+        "torch.where, the series where |x| is small and the quotient rule's formula "
+        "elsewhere. Compute the formula on a copy of x whose small entries are replaced by "
+        "1, so that nothing divides by 0. The three terms of the question are right to 6 "
+        "digits below |x| = 1e-2, not much beyond; the series is 0 at 0 by itself. Both "
+        "branches are multiplied by grad_output, in x's dtype.",
     ),
     "q2": (
         "torch.autograd.gradcheck(fn, inputs, raise_exception=False) returns True when the "
         "backward agrees with finite differences for every input that requires grad, and "
         "False otherwise. It checks only the inputs that require grad: so ask it about one "
         "input at a time.",
-        "For each i, make copies of all the inputs, t.detach().clone(), of which only the "
-        "i-th requires grad (.requires_grad_(j == i)), and call gradcheck(function.apply, "
-        "copies, raise_exception=False). The answer for input i is `not` what it returns; "
-        "return the answers as a tuple.",
+        "For input i, make copies of all the inputs (detached, cloned) of which only the i-th "
+        "requires grad, and ask gradcheck about function.apply itself on them, with "
+        "raise_exception=False so that it answers instead of raising. Give it the Function's "
+        "output as it is, not a sum of it: it must see the whole Jacobian. Its answer says "
+        "whether the gradients are right; yours, whether they are wrong.",
     ),
     "q3": (
         "Run your wrong_inputs of question 2 on Bump: it says which gradients are wrong. "
         "backward returns one gradient per input of forward, in forward's order (x, w), each "
         "the product of grad and a partial derivative of f.",
-        "df/dx = -2 w x * y (with y = w exp(-w x**2)) is right, but must be multiplied by "
-        "grad. f = w * exp(-w x**2) is a product of two factors that depend on w: "
-        "df/dw = exp(-w x**2) - x**2 * y. Return grad * df/dx, grad * df/dw, in that order.",
+        "Three things to fix: the order of the gradients returned (forward's order: x, then "
+        "w); the factor grad, missing from both (the chain rule); and df/dw: f = w * "
+        "exp(-w x**2) is a product of two factors that both depend on w, so the product rule "
+        "has two terms, and -x**2 * y is only one of them. Build new tensors from grad; never "
+        "change grad itself in place.",
     ),
     "q4": (
         "row_clip_hook(max_norm) defines a function hook(grad) inside it and returns it (a "
         "closure: the hook remembers max_norm). The norm of each row is "
         "torch.linalg.vector_norm(grad, dim=1, keepdim=True), a column you can multiply "
         "grad by.",
-        "Each row's factor is min(1, max_norm / its norm): torch.clamp(max_norm / norms, "
-        "max=1.0) (a row of zeros gets inf, clamped to 1). Return grad * factors, a new "
-        "tensor: no in-place change of grad.",
+        "Each row's factor is the smaller of 1 and max_norm divided by the row's norm "
+        "(torch.clamp with max=1.0 takes that smaller one; a row of zeros gives inf there, "
+        "which the clamp turns into 1). Multiply grad by the column of factors and return the "
+        "product, a new tensor: no in-place change of grad.",
     ),
     "q5": (
         "backward raises when a tensor that some operation saved for its backward has been "
