@@ -17,9 +17,12 @@ PYTEST := $(BIN)/python -m pytest -n $(PYTEST_JOBS) --dist loadscope --no-loadsc
 # waiting threads then spin: a question that grades in 2 s took over 60 s.
 test test-fast: export OMP_NUM_THREADS ?= 1
 
-.PHONY: lab test test-fast lint demo install debian-packages test-packages hub-proxy kernel clean-venv
+.PHONY: lab start test test-fast lint demo install debian-packages test-packages hub-proxy kernel clean-venv
 
-install: $(STAMP)
+# The course's Jupyter server settings, written into the environment (below).
+SERVER_CONFIG := $(VENV)/etc/jupyter/jupyter_server_config.d/autograd_course.json
+
+install: $(STAMP) $(SERVER_CONFIG)
 
 # The virtual environment, rebuilt when the pins change.
 $(STAMP): requirements.txt requirements-dev.txt constraints.txt pyproject.toml
@@ -27,18 +30,27 @@ $(STAMP): requirements.txt requirements-dev.txt constraints.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip==26.3
 	$(BIN)/python -m pip install --quiet -c constraints.txt -r requirements-dev.txt
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
-	@# The course's Jupyter server extension: local MathJax for formgrader and the feedback.
-	@mkdir -p $(VENV)/etc/jupyter/jupyter_server_config.d
-	@echo '{"ServerApp": {"jpserver_extensions": {"autograd_course.grading.mathjax": true}}}' \
-	  > $(VENV)/etc/jupyter/jupyter_server_config.d/autograd_course.json
-	@# Its terminals start an interactive shell, never a login shell: a login shell's
+	@touch $(STAMP)
+
+# The course's Jupyter server extensions: local MathJax for formgrader and the feedback
+# (grading/mathjax.py), and nbgrader's Validate button answered with the hidden tests where
+# they are (lab/validate.py), in place of nbgrader's own validate_assignment. Rewritten when
+# this Makefile changes, so an environment made before gets them too.
+$(SERVER_CONFIG): Makefile $(STAMP)
+	@mkdir -p $(dir $@)
+	@echo '{"ServerApp": {"jpserver_extensions": {"autograd_course.grading.mathjax": true,' \
+	  '"autograd_course.lab.validate": true}}}' > $@
+	@# nbgrader's validate_assignment is disabled in the config file proper: its own file in
+	@# jupyter_server_config.d/ (nbgrader.json) is read after the course's and would win.
+	@# The terminals start an interactive shell, never a login shell: a login shell's
 	@# /etc/profile resets PATH, and the terminal then lacks this environment's bin/
 	@# (autograd-course, nbgrader); jupyter_server_terminals starts one when stdout is no TTY.
 	@# (Only jpserver_extensions is read from jupyter_server_config.d/: this is a config file.)
-	@echo '{"ServerApp": {"terminado_settings": {"shell_command":' \
+	@echo '{"ServerApp": {"jpserver_extensions":' \
+	  '{"nbgrader.server_extensions.validate_assignment": false},' \
+	  '"terminado_settings": {"shell_command":' \
 	  '["/bin/sh", "-c", "exec \"$${SHELL:-/bin/sh}\" -i"]}}}' \
 	  > $(VENV)/etc/jupyter/jupyter_server_config.json
-	@touch $(STAMP)
 
 # Debian packages the course uses: Graphviz's `dot` draws the computation graphs; bubblewrap
 # sandboxes the student's kernel while it is graded; libjs-mathjax typesets math in formgrader
@@ -80,11 +92,17 @@ kernel: $(STAMP)
 	  --display-name "Python 3 (autograd course)" >/dev/null
 	@echo "Kernel 'autograd-course' registered."
 
-lab: $(STAMP) debian-packages kernel
+lab: $(STAMP) $(SERVER_CONFIG) debian-packages kernel
 	@echo "Opening JupyterLab at the course root: http://localhost:$(PORT)/lab (the token URL follows)"
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" \
 	  --port=$(PORT) $(LAB_ARGS) \
 	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
+
+# A working copy of an assignment for a self-study learner: work/UNIT/UNIT.ipynb (git-ignored),
+# copied from release/; an existing copy is never replaced.
+start: $(STAMP)
+	@test -n "$(UNIT)" || { echo "Name the unit: make start UNIT=01_gradients"; exit 2; }
+	@$(BIN)/autograd-course start $(UNIT)
 
 # JupyterHub's proxy (configurable-http-proxy, pinned in deploy/package-lock.json), installed
 # into deploy/node_modules with the machine's npm: the Hub test (tests/test_hub.py) runs it.
@@ -99,13 +117,13 @@ $(HUB_PROXY_STAMP): deploy/package.json deploy/package-lock.json
 	    "then: make hub-proxy)"; \
 	fi
 
-test: $(STAMP) test-packages hub-proxy
+test: $(STAMP) $(SERVER_CONFIG) test-packages hub-proxy
 	$(BIN)/ruff check .
 	$(PYTEST) $(PYTEST_ARGS)
 
 # Everything but whole-class grading, the services, the browser and Hub tests, nbgrader's runs
 # over every unit and the lessons' re-execution.
-test-fast: $(STAMP) test-packages
+test-fast: $(STAMP) $(SERVER_CONFIG) test-packages
 	$(BIN)/ruff check .
 	$(PYTEST) -m "not (class_grading or services or lesson_run or hub or lab_check or nbgrader_run)" $(PYTEST_ARGS)
 

@@ -5,6 +5,7 @@
     autograd-course grade [ASSIGNMENT...] [--jobs N | --scheduler ADDRESS] [--student ID...]
                           [--zip FILE [--layout course|canvas|moodle] [--timestamp ISO]]
                           [--rename-notebook] [--force] [--require-sandbox]
+    autograd-course start ASSIGNMENT                     a learner's working copy, in work/
     autograd-course check NOTEBOOK... [--student ID]     a learner's self-check
     autograd-course validate NOTEBOOK...                 the visible tests, one line each
     autograd-course demo [--assignment A] [--out DIR] [--jobs N]   a dry run, synthetic class
@@ -24,6 +25,7 @@ import argparse
 import contextlib
 import importlib
 import os
+import shutil
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -292,6 +294,14 @@ STUDENT_ORIGIN = {
     "jupyterhub": "your JupyterHub user name; set it with --student",
     "user": "your user name; set it with --student",
 }
+#: Set (to "jupyterlab") in the environment of a ``check`` that JupyterLab runs: a notebook's
+#: check cell or its Validate button (``autograd_course.lab.selfstudy.CHECKED_FROM``).
+CHECKED_FROM = "AUTOGRAD_COURSE_CHECKED_FROM"
+#: The same, said in JupyterLab, where the learner gives no option to ``check``.
+STUDENT_ORIGIN_IN_LAB = STUDENT_ORIGIN | {
+    "jupyterhub": "your JupyterHub user name; the hidden inputs are drawn for it, as in grading",
+    "user": "your user name; the hidden inputs are drawn for it, as in grading",
+}
 
 
 def shown_path(name: str) -> str:
@@ -324,22 +334,73 @@ def cmd_check(args) -> int:
     notebooks = notebooks_of(args.notebooks)
     root = Course.load(args.course).root
     warm.plan(len(notebooks))  # warm kernels from the second notebook on; none for one
+    origins = STUDENT_ORIGIN_IN_LAB if os.environ.get(CHECKED_FROM) else STUDENT_ORIGIN
     failed = 0
     for name, notebook in zip(args.notebooks, notebooks, strict=True):
         student, origin = selfcheck.student_and_origin(notebook, args.student)
         print(safe(shown_path(name)))
-        print(f"  student id: {safe(student)} "
-              f"({STUDENT_ORIGIN[origin].format(student=safe(student))})", flush=True)
+        print("\n".join(selfcheck.wrapped(
+            f"  student id: {safe(student)} ({origins[origin].format(student=safe(student))})"
+        )), flush=True)
         try:  # one notebook's failure is its own: the next one is checked
             records = check_notebook(root, notebook.resolve(), args.student)
         except CourseError as exc:
             failed += 1
-            print(f"  FAILED {safe(str(exc))}", flush=True)
+            print("\n".join(selfcheck.wrapped(f"  FAILED {safe(str(exc))}")), flush=True)
             print(f"autograd-course check: {safe(str(exc))}", file=sys.stderr)
             continue
         for line in selfcheck.result_lines(records, notebook.stem):
             print(line)
     return 2 if failed else 0
+
+
+#: Where ``start`` puts a learner's working copies, under the course root (git-ignored).
+WORK = "work"
+
+
+def assignment_named(course: Course, name: str) -> str:
+    """The assignment ``name`` stands for: its full name (``01_gradients``), or its number
+    (``01``)."""
+    known = course.assignments()
+    if name in known:
+        return name
+    numbered = [a for a in known if a.split("_", 1)[0] == name]
+    if len(numbered) == 1:
+        return numbered[0]
+    raise CourseError(f"no assignment '{name}' in {course.directory('source')} "
+                      f"(known: {', '.join(known)})")
+
+
+def cmd_start(args) -> int:
+    course = Course.load(args.course)
+    name = assignment_named(course, args.assignment)
+    released = course.directory("release", assignment=name)
+    if not (released / f"{name}.ipynb").is_file():
+        raise CourseError(f"{released / f'{name}.ipynb'} is missing: make the student "
+                          f"versions first (autograd-course release {name})")
+    folder = course.root / WORK / name
+    copy = folder / f"{name}.ipynb"
+    shown = copy.relative_to(course.root)
+    if copy.exists():
+        print(f"{shown} is there already: it is your copy, open it (nothing was copied; to "
+              "start again from the blank assignment, rename or delete it first, then run "
+              "this again).")
+        return 0
+    folder.mkdir(parents=True, exist_ok=True)
+    copied = []
+    for path in sorted(released.iterdir()):  # the notebook, and any file that comes with it
+        if path.is_file() and not (folder / path.name).exists():
+            shutil.copyfile(path, folder / path.name)
+            copied.append(path.name)
+    try:
+        origin = released.relative_to(course.root)
+    except ValueError:  # a release folder the config puts elsewhere
+        origin = released
+    print(f"Copied {origin}/ to {folder.relative_to(course.root)}/ ({', '.join(copied)}): "
+          "your own copy of the assignment, which git ignores.")
+    print(f"Open {shown} in JupyterLab (its file browser starts at the course root) and work "
+          "there; its last cell and nbgrader's Validate button check it with the hidden tests.")
+    return 0
 
 
 def cmd_validate(args) -> int:
@@ -428,6 +489,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--require-sandbox", action="store_true",
                    help="refuse to grade unless the student's kernel runs in bubblewrap")
     p.set_defaults(run=cmd_grade)
+
+    p = commands.add_parser("start", help="copy an assignment's student version into work/, "
+                            "a working copy of your own (an existing copy is never replaced)")
+    p.add_argument("assignment", metavar="ASSIGNMENT",
+                   help="e.g. 01_gradients (or its number, 01)")
+    p.set_defaults(run=cmd_start)
 
     p = commands.add_parser("check", help="self-check notebooks against the hidden tests")
     p.add_argument("notebooks", nargs="+", metavar="NOTEBOOK",

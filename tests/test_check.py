@@ -10,7 +10,20 @@ from support.commands import ASSIGNMENT, FULL, filled_release, reference_of, run
 
 from autograd_course import cli
 from autograd_course.grading import selfcheck
+from autograd_course.lab import selfstudy
 from autograd_course.testkit import WRONG_ANSWERS
+
+
+def entries(report: str) -> list[str]:
+    """The lines of ``check``'s report with each wrapped entry joined again (its next lines
+    are indented deeper: selfcheck.wrapped)."""
+    joined: list[str] = []
+    for line in report.splitlines():
+        if joined and line.startswith("      "):
+            joined[-1] += " " + line.strip()
+        else:
+            joined.append(line)
+    return joined
 
 
 def test_check_prints_points_and_messages(root, tmp_path):
@@ -38,7 +51,8 @@ def test_check_names_each_notebook_as_given_its_student_id_and_failing_cells(roo
                  str(tmp_path / "mine" / f"{ASSIGNMENT}.ipynb"), cwd=tmp_path,
                  env={"JUPYTERHUB_USER": "", "LOGNAME": "learner"})
     assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()
+    assert max(map(len, result.stdout.splitlines())) <= selfcheck.WIDTH
+    lines = entries(result.stdout)
     blank, mine_at = lines.index(f"blank/{ASSIGNMENT}.ipynb"), lines.index(
         f"mine/{ASSIGNMENT}.ipynb")  # each its own path, the absolute one relative to here
     assert f"{ASSIGNMENT}/{ASSIGNMENT}.ipynb" not in result.stdout
@@ -69,6 +83,37 @@ def test_check_says_where_the_student_id_came_from(tmp_path, monkeypatch):
     for origin, text in cli.STUDENT_ORIGIN.items():
         assert "--student" in text or origin == "path", origin
     assert "submitted/ada/" in cli.STUDENT_ORIGIN["path"].format(student="ada")
+
+
+def test_in_jupyterlab_check_says_where_the_student_id_came_from_without_an_option(
+        root, tmp_path):
+    # the notebook's check cell and the Validate button run `check` with CHECKED_FROM set: no
+    # option can be given there, so none is named
+    assert selfstudy.CHECKED_FROM == cli.CHECKED_FROM
+    command, env = selfstudy.check_command(root, root / "release" / ASSIGNMENT / "x.ipynb",
+                                           {selfstudy.SESSION: "x.ipynb", "PATH": "/bin"})
+    assert env == {"PATH": "/bin", "PYTHONUNBUFFERED": "1", cli.CHECKED_FROM: "jupyterlab"}
+    assert command[-2:] == ["check", f"release/{ASSIGNMENT}/x.ipynb"]
+    for origin in ("jupyterhub", "user"):
+        assert "--student" not in cli.STUDENT_ORIGIN_IN_LAB[origin], origin
+    notebook = tmp_path / f"{ASSIGNMENT}.ipynb"
+    shutil.copy2(root / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", notebook)
+    said = run("--course", str(root), "check", str(notebook), cwd=tmp_path,
+               env={"JUPYTERHUB_USER": "", "LOGNAME": "learner", cli.CHECKED_FROM: "jupyterlab"})
+    assert said.returncode == 0, said.stderr
+    assert entries(said.stdout)[1] == (
+        f"  student id: learner ({cli.STUDENT_ORIGIN_IN_LAB['user']})"), said.stdout
+
+
+def test_a_long_entry_of_the_report_is_broken_at_spaces_its_words_kept():
+    message = ("CheckError: x.grad is twice the right gradient: it was accumulated over two "
+               "backward() calls; clear it (x.grad = None) between them, or call backward once")
+    lines = selfcheck.wrapped(f"  FAIL q1_partials_test: 0/2  {message}")
+    assert len(lines) > 1 and all(len(line) <= selfcheck.WIDTH for line in lines)
+    assert lines[1].startswith("      ") and not lines[1].startswith("       ")
+    assert " ".join(" ".join(lines).split()) == f"FAIL q1_partials_test: 0/2 {message}"
+    assert entries("\n".join(lines)) == [f"  FAIL q1_partials_test: 0/2  {message}"]
+    assert selfcheck.wrapped("  total: 7/7") == ["  total: 7/7"]
 
 
 def test_a_notebook_nbgrader_cannot_grade_gets_its_reason_not_see_the_traceback():

@@ -15,13 +15,15 @@ from autograd_course import cli
 from autograd_course.grading import runner
 from autograd_course.grading.course import Course, Submission
 from autograd_course.grading.release import generate
+from autograd_course.lab import selfstudy
 
 
 def test_help_lists_every_command():
     result = run("--help")
     assert result.returncode == 0
     assert "usage: autograd-course" in result.stdout
-    for command in ("release", "grade", "check", "validate", "demo", "feedback", "export"):
+    for command in ("release", "grade", "start", "check", "validate", "demo", "feedback",
+                    "export"):
         assert command in result.stdout
 
 
@@ -145,6 +147,33 @@ def test_no_gradebook_or_student_data_is_committed(root):
                     and not f.endswith(".gitkeep")], f"{top} is committed"
         ignored = subprocess.run(["git", "check-ignore", "-q", path], cwd=root)
         assert ignored.returncode == 0, f"{path} is not git-ignored"
+
+
+def test_start_copies_an_assignment_into_work_and_never_replaces_a_copy(tmp_path, root):
+    shutil.copy2(root / "nbgrader_config.py", tmp_path)
+    shutil.copytree(root / "source" / ASSIGNMENT, tmp_path / "source" / ASSIGNMENT)
+    shutil.copytree(root / "release" / ASSIGNMENT, tmp_path / "release" / ASSIGNMENT)
+    copy = tmp_path / "work" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    started = run("start", ASSIGNMENT.split("_")[0], cwd=tmp_path)  # "01" will do
+    assert started.returncode == 0, started.stderr
+    assert copy.read_bytes() == (root / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+                                 ).read_bytes()
+    assert f"Open work/{ASSIGNMENT}/{ASSIGNMENT}.ipynb in JupyterLab" in started.stdout
+    copy.write_text("{} my work")
+    again = run("start", ASSIGNMENT, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "is there already" in again.stdout and "nothing was copied" in again.stdout
+    assert copy.read_text() == "{} my work"
+    unknown = run("start", "99_nothing", cwd=tmp_path)
+    assert unknown.returncode == 2 and "no assignment '99_nothing'" in unknown.stderr
+    # the check finds the course above the copy, as the notebook's check cell does
+    assert selfstudy.course_root(copy.parent).resolve() == tmp_path.resolve()
+
+
+def test_a_learners_working_copies_are_git_ignored(root):
+    ignored = subprocess.run(["git", "check-ignore", "-q",
+                              f"work/{ASSIGNMENT}/{ASSIGNMENT}.ipynb"], cwd=root)
+    assert ignored.returncode == 0, "work/ is not git-ignored"
 
 
 def test_a_message_while_the_progress_bar_runs_is_on_a_line_of_its_own(capsys):

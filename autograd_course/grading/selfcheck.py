@@ -23,9 +23,11 @@ import atexit
 import contextlib
 import getpass
 import os
+import re
 import shutil
 import stat
 import tempfile
+import textwrap
 import warnings
 from pathlib import Path
 
@@ -109,10 +111,39 @@ def check(root: Path, notebook: Path, student: str | None = None) -> list[record
         raise RuntimeError(problem)
 
 
+#: The columns of a line of ``check``'s report: JupyterLab breaks a longer line of a cell's
+#: output anywhere, mid-word, so a longer entry goes on in lines of its own (:func:`wrapped`).
+WIDTH = 90
+#: How much deeper than its entry a wrapped entry's next lines are indented.
+MORE = "    "
+
+
+def wrapped(entry: str) -> list[str]:
+    """The lines of one entry of the report (``"  FAIL q1: 0/2  message"``): broken at spaces
+    to :data:`WIDTH` columns (a longer word stays whole), every line after the first indented
+    :data:`MORE` deeper than the entry, its own line breaks kept. The words are the entry's.
+
+    >>> lines = wrapped("  FAIL q1: 0/2  " + "word " * 20)
+    >>> [len(line) for line in lines], lines[1]
+    ([90, 30], '      word word word word word')
+    """
+    more = re.match(r" *", entry)[0] + MORE
+    lines: list[str] = []
+    for number, part in enumerate(entry.split("\n")):
+        lines += textwrap.wrap(part if number == 0 else more + part.lstrip(" "), WIDTH,
+                               subsequent_indent=more, break_long_words=False,
+                               break_on_hyphens=False) or ([part] if number == 0 else [])
+    return lines
+
+
 def result_lines(records: list[record.GradeRecord], stem: str) -> list[str]:
     """What ``check`` prints of a notebook's grade records (``stem``: its name): each
-    question's verdict, the errors, the notes and the total; text from the notebook made
-    :func:`~.terminal.safe`."""
+    question's verdict, the errors, the notes and the total, each entry :func:`wrapped`; text
+    from the notebook made :func:`~.terminal.safe`."""
+    return [line for entry in _result_entries(records, stem) for line in wrapped(entry)]
+
+
+def _result_entries(records: list[record.GradeRecord], stem: str) -> list[str]:
     lines = []
     for rec in records:
         if rec.notebook != stem:
@@ -242,6 +273,15 @@ def _stderr_kept(into: Path):
         os.close(saved)
 
 
+def _last_error(raw: str) -> str:
+    """The error a failed cell's output ends with, in one line: its last line that is not
+    indented (a traceback's ``Type: message``), with the indented lines after it (a failed
+    check's message, broken into lines in the notebook: :func:`.checks.notebook.wrapped`)."""
+    lines = [line.rstrip() for line in record.strip_ansi(raw).splitlines() if line.strip()]
+    start = next((i for i in range(len(lines) - 1, -1, -1) if not lines[i][:1].isspace()), 0)
+    return " ".join(line.strip() for line in lines[start:])
+
+
 def validate(course: Course, notebook: Path) -> list[str]:
     """Run ``notebook``'s visible tests as ``nbgrader validate`` does (nbgrader's Validator,
     with the course's config: every cell in a kernel of its own, the test cells too) and say
@@ -281,10 +321,8 @@ def validate(course: Course, notebook: Path) -> list[str]:
                      "release/) before you trust these results")
     failed = results.get("failed", [])
     for cell in failed:
-        error = [line.strip() for line in record.strip_ansi(cell["raw_error"]).splitlines()
-                 if line.strip()]
         lines.append(f"FAIL {name_of(cell['source'])}: "
-                     f"{record.shorten(error[-1] if error else 'failed', 300)}")
+                     f"{record.shorten(_last_error(cell['raw_error']) or 'failed', 300)}")
     if not lines:
         lines.append("every visible test passes; the hidden tests run when it is graded "
                      f"(or with: autograd-course check {notebook.name})")

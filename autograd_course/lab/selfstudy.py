@@ -4,7 +4,8 @@ The last cell of every assignment calls it. It grades the notebook *as saved* ex
 ``autograd-course check`` does (it runs that command, with this kernel's Python) and prints
 the same report: PASS or FAIL and the points of each question, and the total. It needs the
 course itself (its ``source/`` and the grader's secret), so it works for self-study: a
-notebook opened from ``release/``, or fetched with the Assignment List under the course root.
+learner's working copy (``autograd-course start`` makes it in ``work/``), a notebook opened
+from ``release/``, or one fetched with the Assignment List under the course root.
 
 - The notebook is the one this kernel was started for: jupyter_server names it in the
   kernel's environment, ``JPY_SESSION_NAME`` (absolute, or relative to the server's root;
@@ -40,14 +41,19 @@ ELSEWHERE = "This check runs in JupyterLab"
 NOT_HERE = "The hidden tests are not on this server"
 #: Seconds a check may take: the first check of an assignment also prepares its course.
 TIMEOUT = 600.0
+#: The environment variable that tells ``autograd-course check`` it reports to JupyterLab (the
+#: check cell, nbgrader's Validate button), where no command-line option can be given: it then
+#: says where the student id came from without naming ``--student`` (``cli.CHECKED_FROM``).
+CHECKED_FROM = "AUTOGRAD_COURSE_CHECKED_FROM"
 
 
 def terminal_command(assignment: str) -> str:
-    """The same check in a terminal, as true for a notebook of release/ as for the copy the
-    Assignment List fetched (``--course`` defaults to the folder it runs in)."""
+    """The same check in a terminal, as true for a notebook of release/ as for a learner's
+    copy (``--course`` defaults to the folder it runs in)."""
     return (f"at the course root (the folder with nbgrader_config.py), run `autograd-course "
-            f"check release/{assignment}/{assignment}.ipynb` (`{assignment}/{assignment}.ipynb` "
-            "for the copy the Assignment List fetched)")
+            f"check release/{assignment}/{assignment}.ipynb` (or the path of your copy: "
+            f"`work/{assignment}/{assignment}.ipynb` from `autograd-course start`, "
+            f"`{assignment}/{assignment}.ipynb` from the Assignment List)")
 
 
 def session_notebook(environ: Mapping[str, str], cwd: Path) -> Path | None:
@@ -81,17 +87,27 @@ def _saved_at(path: Path) -> str:
     return f"{clock} ({max(0, round(time.time() - mtime))} s ago)"
 
 
-def _run_check(root: Path, notebook: Path, timeout: float) -> int:
-    """Run ``autograd-course check`` on ``notebook`` in ``root``, printing its report as it
-    comes (and what it said on stderr, when it failed); return its exit status, -1 when it
-    was stopped at ``timeout``."""
+def check_command(root: Path, notebook: Path,
+                  environ: Mapping[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
+    """The command line that checks ``notebook`` with the hidden tests of the course at
+    ``root`` (``autograd-course check``, run with this Python, in ``root``), and its
+    environment: ``environ`` (this process's by default) without :data:`SESSION` (a kernel the
+    check starts must never take itself for this one), with :data:`CHECKED_FROM` set."""
+    environ = os.environ if environ is None else environ
     try:
         shown = str(notebook.relative_to(root))
     except ValueError:
         shown = str(notebook)
-    # Not the session's name: a kernel the check starts must never take itself for this one.
-    env = {k: v for k, v in os.environ.items() if k != SESSION} | {"PYTHONUNBUFFERED": "1"}
-    command = [sys.executable, "-m", "autograd_course", "--course", str(root), "check", shown]
+    env = {k: v for k, v in environ.items() if k != SESSION} | {
+        "PYTHONUNBUFFERED": "1", CHECKED_FROM: "jupyterlab"}
+    return [sys.executable, "-m", "autograd_course", "--course", str(root), "check", shown], env
+
+
+def _run_check(root: Path, notebook: Path, timeout: float) -> int:
+    """Run ``autograd-course check`` on ``notebook`` in ``root``, printing its report as it
+    comes (and what it said on stderr, when it failed); return its exit status, -1 when it
+    was stopped at ``timeout``."""
+    command, env = check_command(root, notebook)
     process = subprocess.Popen(command, cwd=root, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, errors="replace")
     stopped = threading.Event()

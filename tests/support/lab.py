@@ -45,6 +45,13 @@ class Lab:
             answer = response.read()
         return json.loads(answer) if answer else None
 
+    def text(self, path: str) -> str:
+        """What the server serves at ``path`` (a file), as text."""
+        request = urllib.request.Request(f"{self.base}/{path}",
+                                         headers={"Authorization": f"token {TOKEN}"})
+        with urllib.request.urlopen(request, timeout=120) as response:
+            return response.read().decode()
+
 
 def _free_port() -> int:
     with socket.socket() as s:

@@ -4,6 +4,10 @@ In an IPython kernel, ``_short_errors_in_test_cells`` installs a handler of Name
 NotImplementedError (the package does so once, when it is imported): a visible test cell that
 meets the blank stub or a name its answer cell never defined shows :class:`NotAnswered` as one
 line. Every other error, and every error of the learner's own cells, keeps its traceback.
+
+A failed check's message, and this one line, are shown broken at spaces into lines of
+:data:`~.errors.WIDTH` columns (:func:`~.errors.wrapped`): JupyterLab breaks a longer line of
+an error anywhere, mid-word.
 """
 
 from __future__ import annotations
