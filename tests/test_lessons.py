@@ -20,9 +20,9 @@ import matplotlib
 import nbformat
 import pytest
 import torch
-from nbclient import NotebookClient
 
 from autograd_course.kernel import graphs, lessons, plots
+from autograd_course.testkit import lessons as lessons_run
 
 matplotlib.use("Agg")
 
@@ -149,17 +149,7 @@ def coalesce(outputs):
 
 
 def execute(name: str):
-    nb = read(name)
-    client = NotebookClient(
-        nb,
-        timeout=120,
-        kernel_name="python3",
-        record_timing=False,
-        coalesce_streams=True,  # one print is one output, however the kernel flushed it
-        resources={"metadata": {"path": str(NOTEBOOKS)}},
-    )
-    client.execute()
-    return nb
+    return lessons_run.execute(NOTEBOOKS / f"{name}.ipynb")
 
 
 @pytest.mark.lesson_run
