@@ -53,10 +53,12 @@ from autograd_course.kernel.checks.inputs import (
 )
 from autograd_course.kernel.checks.judged import (
     MemoryUse,
+    bounded,
     check_memory,
     current,
     in_kernel,
     kernel_memory_use,
+    named_errors,
     proxy,
     run_answer,
     visible_checks_passed,
@@ -81,13 +83,14 @@ from autograd_course.kernel.checks.values import (
 #: student's in the judge: never a submodule's name such as ``values`` or ``inputs``).
 __all__ = [
     "ACCUMULATION_RTOL", "JUDGE", "NOTE", "CheckError", "MemoryUse", "NotAnswered",
-    "StudentError", "accumulation_inputs", "check_accumulated_grad", "check_bool_format",
-    "check_equal", "check_grad_fn_name", "check_gradient_of", "check_independent_copy",
-    "check_inference", "check_is_leaf", "check_leaf_answer", "check_memory", "check_no_graph",
-    "check_number", "check_number_format", "check_prediction", "check_prediction_format",
-    "check_shape", "check_tensor", "check_tuple", "check_untouched", "current", "fresh",
-    "fresh_float", "fresh_int", "in_kernel", "kernel_memory_use", "proxy", "raised_by",
-    "run_answer", "visible_checks_passed",
+    "StudentError", "accumulation_inputs", "bounded", "check_accumulated_grad",
+    "check_bool_format", "check_equal", "check_grad_fn_name", "check_gradient_of",
+    "check_independent_copy", "check_inference", "check_is_leaf", "check_leaf_answer",
+    "check_memory", "check_no_graph", "check_number", "check_number_format", "check_prediction",
+    "check_prediction_format", "check_shape", "check_tensor",
+    "check_tuple", "check_untouched",
+    "current", "fresh", "fresh_float", "fresh_int", "in_kernel", "kernel_memory_use",
+    "named_errors", "proxy", "raised_by", "run_answer", "visible_checks_passed",
 ]
 
 # The checks' functions and classes keep this package as their home, as when it was one module:

@@ -2,10 +2,15 @@
 
 ``run_answer`` calls the student's function (in the judge: in the student's kernel) and names
 the mistakes a call shows; ``in_kernel`` runs the test's own function where the student's
-objects live; ``proxy`` and ``current`` are what the student's code is given and how the test
-reads the kernel's objects again; ``kernel_memory_use`` and ``check_memory`` measure memory
-from outside the kernel when grading. Rules: in a kernel each of them is the plain operation;
-in the judge they go through the judge contract (:mod:`.contract`) alone.
+objects live; ``named_errors`` turns what the student's code raised in either into a named
+mistake; ``bounded`` limits the time and memory of the student's function where it runs;
+``proxy`` and ``current`` are what the student's code is given and how the test reads the
+kernel's objects again; ``kernel_memory_use`` and ``check_memory`` measure memory from outside
+the kernel when grading. Rules: in a kernel each of them is the plain operation; in the judge
+they go through the judge contract (:mod:`.contract`) alone.
+
+>>> run_answer(lambda x: 2 * x, 21, name="double(21)")
+42
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import io
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -20,6 +26,7 @@ import torch
 from autograd_course.kernel import memory
 from autograd_course.kernel.checks.contract import JUDGE
 from autograd_course.kernel.checks.errors import (
+    CheckError,
     StudentError,
     _fail,
     _is_the_stub,
@@ -119,6 +126,133 @@ def in_kernel(fn, *args, name: str | None = None):
                 raise _not_implemented(label) from None
             raise
     return judge.call(fn, args, {}, label=label)[0]
+
+
+@contextlib.contextmanager
+def named_errors(label: str, known: Sequence[tuple[str | tuple[str, ...], str, str]]):
+    """Name the mistake behind an exception that the student's code raised in the block (in
+    :func:`run_answer` or :func:`in_kernel`): ``known`` lists ``(words, diagnosis, message)``,
+    and the first entry whose words (a string, or a tuple of strings that must all be there)
+    are in the exception's type name and message turns it into a :class:`CheckError`
+    ``"{label}: {message}"`` with that diagnosis, shown alone (no traceback through PyTorch
+    or the checks). Failed checks, a question not answered yet and any other exception pass
+    through unchanged.
+
+    >>> with named_errors("f(x)", [("same size in the mapped", "in_dims", "use in_dims.")]):
+    ...     raise ValueError("vmap: Expected all tensors to have the same size in the mapped "
+    ...                      "dimension")
+    Traceback (most recent call last):
+    ...
+    autograd_course.kernel.checks.CheckError: f(x): use in_dims.
+    """
+    try:
+        yield
+    except CheckError:
+        raise
+    except Exception as error:  # noqa: BLE001 - matched below, re-raised when unknown
+        if _is_the_stub(error):
+            raise
+        kind = getattr(error, "type_name", type(error).__name__)
+        text = f"{kind}: {getattr(error, 'message', str(error))}"
+        for words, diagnosis, message in known:
+            if all(w in text for w in ((words,) if isinstance(words, str) else words)):
+                raise CheckError(f"{label}: {message}", diagnosis) from None
+        raise
+
+
+def _address_space_bytes() -> int | None:
+    """This process's virtual memory (``VmSize`` of ``/proc/self/status``), or None."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def bounded(fn, *, seconds: float, memory: int, name: str | None = None):
+    """The student's function ``fn``, bounded where it runs (the learner's kernel, or the
+    student's kernel when grading): a call that takes more than ``seconds`` raises
+    ``TimeoutError``, and one that asks for more than about ``memory`` bytes of address space
+    beyond what the kernel holds fails with PyTorch's "can't allocate memory" (or a
+    MemoryError). Call it with :func:`run_answer` and name those failures with
+    :func:`named_errors`: an answer far too slow or too large (a whole Jacobian, row by row,
+    where two passes would do) then fails in seconds, not after the test's whole time, and
+    never fills the learner's machine.
+
+    >>> import torch
+    >>> take = bounded(lambda n: torch.empty(n, dtype=torch.uint8), seconds=5, memory=2**30)
+    >>> take(2**31)
+    Traceback (most recent call last):
+    ...
+    RuntimeError: ... can't allocate memory...
+    >>> take(2**20).numel()
+    1048576
+    """
+    label = name or f"{getattr(fn, '__name__', 'your function')}(...), bounded"
+    return in_kernel(_bounded, fn, seconds, memory, name=label)
+
+
+def _bounded(fn, seconds: float, memory: int):
+    """Runs where the student's code runs: ``fn`` wrapped in the bounds of :func:`bounded`."""
+
+    def call(*args, **kwargs):
+        with _time_limit(seconds), _memory_cap(memory):
+            return fn(*args, **kwargs)
+
+    call.__name__ = getattr(fn, "__name__", "call")
+    return call
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float):
+    """Raise TimeoutError in the block after ``seconds`` (an alarm signal: in the main thread
+    only, between Python operations; elsewhere no limit)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or not hasattr(
+            signal, "setitimer"):
+        yield
+        return
+
+    def stop(signum, frame):
+        raise TimeoutError(f"the call took more than {seconds:g} s, and was stopped")
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@contextlib.contextmanager
+def _memory_cap(extra: int):
+    """Let the block take at most about ``extra`` more bytes of address space: the process's
+    soft ``RLIMIT_AS`` lowered for the block, restored after (nothing where Linux's limits
+    cannot be read)."""
+    used = _address_space_bytes()
+    try:
+        import resource
+    except ImportError:  # not on Linux
+        used = None
+    if used is None:
+        yield
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = used + extra
+    for bound in (soft, hard):
+        if bound != resource.RLIM_INFINITY:
+            limit = min(limit, bound)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 def proxy(target):
