@@ -1,7 +1,6 @@
 """Measuring what autograd costs: time (backward against forward) and memory (saved tensors).
 
-The tools of lesson ``notebooks/06_cost.ipynb``; the checks of assignment 06 are the grader's
-(:mod:`autograd_course.grading.units.u06_cost`).
+The tools of lesson ``notebooks/06_cost.ipynb`` (assignment 06's checks are its hidden tests).
 
 - **memory**: :class:`SavedTensorLog` records every tensor autograd saves for backward
   (``torch.autograd.graph.saved_tensors_hooks``): which operation saved it, whether it is that

@@ -9,6 +9,11 @@ _LEAF_FN = "def leaf_and_grad_fn(t):"
 _RETAIN = "def leaf_and_intermediate_grads(values):"
 _STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
 
+#: Words that would say which prediction of question 4 is wrong, or why: its message says how
+#: many are wrong, never which.
+_NAMES_A_PREDICTION = ["t1.grad", "t2.grad", "t1_grad", "t2_grad", "factor", "leaf",
+                       "retain_grad", "None", "first", "second"]
+
 
 def _partials(call: str = "f(x, y).sum().backward()", result: str = "x.grad, y.grad") -> str:
     """The reference partials with its backward call or its result replaced."""
@@ -187,22 +192,33 @@ WRONG: dict[str, list[Wrong]] = {
         wrong(
             "forgot the factor 3",
             "predicted = (torch.tensor([2.0, 4.0, 6.0]), None)",
-            "missing_factor",
-            ["factor 3"],
+            "predictions",
+            ["1 of the 2 predictions in predicted is wrong", "does not say which"],
+            not_says=_NAMES_A_PREDICTION,
             hidden_only="prediction",
         ),
         wrong(
             "t2.grad kept",
             "predicted = (torch.tensor([6.0, 12.0, 18.0]), torch.tensor([3.0, 3.0, 3.0]))",
-            "values",
-            ["not a leaf", "retain_grad"],
+            "predictions",
+            ["1 of the 2 predictions in predicted is wrong"],
+            not_says=_NAMES_A_PREDICTION,
             hidden_only="prediction",
         ),
         wrong(
             "no gradient for t1",
             "predicted = (None, None)",
-            "none",
-            ["None"],
+            "predictions",
+            ["1 of the 2 predictions in predicted is wrong"],
+            not_says=_NAMES_A_PREDICTION,
+            hidden_only="prediction",
+        ),
+        wrong(
+            "both wrong: t2.grad kept, the factor 3 forgotten",
+            "predicted = (torch.tensor([2.0, 4.0, 6.0]), torch.tensor([1.0, 1.0, 1.0]))",
+            "predictions",
+            ["2 of the 2 predictions in predicted are wrong"],
+            not_says=_NAMES_A_PREDICTION,
             hidden_only="prediction",
         ),
         wrong(

@@ -7,6 +7,11 @@ from autograd_course.testkit.answers import Wrong, function, wrong
 _ACC = "def accumulated_grad(w0, x, t, n):"
 _STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
 
+#: Words that would say which prediction of question 3 is wrong, or why: its message says how
+#: many are wrong, never which.
+_NAMES_A_SNIPPET = ['predicted["', "snippet a", "snippet b", "snippet c", "snippet d", "path",
+                    "x * x", "3 * x", "replaced", "adds up", "cleared", "L1", "L2", "two losses"]
+
 _TRAIN_BUGGY = """
 def train(w0, x, target, lr, steps):
     w = w0.detach().clone().requires_grad_(True)
@@ -79,29 +84,41 @@ WRONG: dict[str, list[Wrong]] = {
         wrong(
             "one path of x",
             'predicted = {"a": 4.0, "b": -8.0, "c": -4.0, "d": -2.0}',
-            "one_path",
-            ["path of its own"],
+            "predictions",
+            ["1 of the 4 predictions in predicted is wrong", "does not say which"],
+            not_says=_NAMES_A_SNIPPET,
             hidden_only="prediction",
         ),
         wrong(
             ".grad replaced",
             'predicted = {"a": 7.0, "b": -4.0, "c": -4.0, "d": -2.0}',
-            "replaced",
-            ["adds up"],
+            "predictions",
+            ["1 of the 4 predictions in predicted is wrong"],
+            not_says=_NAMES_A_SNIPPET,
             hidden_only="prediction",
         ),
         wrong(
             "not cleared",
             'predicted = {"a": 7.0, "b": -8.0, "c": -8.0, "d": -2.0}',
-            "not_cleared",
-            ["cleared"],
+            "predictions",
+            ["1 of the 4 predictions in predicted is wrong"],
+            not_says=_NAMES_A_SNIPPET,
             hidden_only="prediction",
         ),
         wrong(
             "one loss",
             'predicted = {"a": 7.0, "b": -8.0, "c": -4.0, "d": -4.0}',
-            "one_loss",
-            ["sum of their gradients"],
+            "predictions",
+            ["1 of the 4 predictions in predicted is wrong"],
+            not_says=_NAMES_A_SNIPPET,
+            hidden_only="prediction",
+        ),
+        wrong(
+            ".grad replaced, and only one loss",
+            'predicted = {"a": 7.0, "b": -4.0, "c": -4.0, "d": -4.0}',
+            "predictions",
+            ["2 of the 4 predictions in predicted are wrong"],
+            not_says=_NAMES_A_SNIPPET,
             hidden_only="prediction",
         ),
         wrong(

@@ -8,6 +8,17 @@ _EVAL = "def evaluate(W1, b1, w2, b2, x):"
 _SNAP = "def snapshots(w, updates):"
 _FORWARD = "torch.tanh(x @ W1 + b1) @ w2 + b2"
 
+#: Words that would say which prediction of question 3 is wrong, or why: its message says how
+#: many are wrong, never which.
+_NAMES_A_SNIPPET = ['raises["', "snippet a", "snippet b", "snippet c", "snippet d", "w + y",
+                    "w / y", "y * 2", "detach", "exp", "nothing saved", "normal tensor",
+                    "cannot be saved"]
+
+#: The same for question 4.
+_NAMES_A_TENSOR = ['predicted["', "snippet a", "snippet b", "snippet c", "snippet d",
+                   "layer", "weight", "parameter", "detach", "torch.zeros",
+                   "created with requires_grad=True", "computed inside"]
+
 
 def _snapshots(update: str, keep: str) -> str:
     return function(_SNAP, f"""
@@ -59,15 +70,25 @@ WRONG: dict[str, list[Wrong]] = {
         wrong(
             "no_grad switches everything off",
             'predicted = {"a": False, "b": False, "c": False, "d": False}',
-            "values",
-            ["created with requires_grad=True"],
+            "predictions",
+            ["2 of the 4 predictions in predicted are wrong", "does not say which"],
+            not_says=_NAMES_A_TENSOR,
             hidden_only="prediction",
         ),
         wrong(
             "detach keeps recording",
             'predicted = {"a": False, "b": True, "c": True, "d": True}',
-            "values",
-            ["detach()"],
+            "predictions",
+            ["1 of the 4 predictions in predicted is wrong"],
+            not_says=_NAMES_A_TENSOR,
+            hidden_only="prediction",
+        ),
+        wrong(
+            "a Parameter made in no_grad does not require grad",
+            'predicted = {"a": False, "b": True, "c": False, "d": False}',
+            "predictions",
+            ["1 of the 4 predictions in predicted is wrong"],
+            not_says=_NAMES_A_TENSOR,
             hidden_only="prediction",
         ),
         wrong(
@@ -81,22 +102,25 @@ WRONG: dict[str, list[Wrong]] = {
         wrong(
             "every use of an inference tensor raises",
             'raises = {"a": True, "b": True, "c": True, "d": True}',
-            "values",
-            ["needs nothing saved"],
+            "predictions",
+            ["2 of the 4 predictions in raises are wrong", "does not say which"],
+            not_says=_NAMES_A_SNIPPET,
             hidden_only="prediction",
         ),
         wrong(
             "detach() makes a normal tensor",
             'raises = {"a": False, "b": True, "c": False, "d": False}',
-            "values",
-            ["detach() of an inference tensor"],
+            "predictions",
+            ["1 of the 4 predictions in raises is wrong"],
+            not_says=_NAMES_A_SNIPPET,
             hidden_only="prediction",
         ),
         wrong(
             "a result of an inference tensor is one too",
             'raises = {"a": False, "b": True, "c": True, "d": True}',
-            "values",
-            ["normal tensor"],
+            "predictions",
+            ["1 of the 4 predictions in raises is wrong"],
+            not_says=_NAMES_A_SNIPPET,
             hidden_only="prediction",
         ),
         wrong("strings", 'raises = {"a": "no", "b": "yes", "c": "no", "d": "yes"}', "type",

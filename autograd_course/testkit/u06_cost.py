@@ -28,6 +28,16 @@ def _saved_bytes(pack: str = "saved.append(t)", total: str = "", key: str = "") 
 
 _UNIQUE = "unique = {t.untyped_storage().data_ptr(): t for t in saved}"
 
+#: Words that would say which name of question 2 is on the wrong side, or why: its message says
+#: how many are, never which.
+_NAMES_A_NAME = ["'x'", '"x"', "'c'", '"c"', "x * w", "a + 1", ".exp()", "of exp", "c * k",
+                 "d ** 2", "mean", "its output", "factor", "2d", "constant", "every intermediate",
+                 "save nothing", "leaves", "tensors you created"]
+
+#: Words that would say which pair of question 3 is wrong, or why.
+_NAMES_A_PAIR = ["cheaper[", "pair 1", "pair 2", "pair 3", "first pair", "one storage",
+                 "every step", "only its input", "checkpoint", "sigmoid", "tanh", "x * x", "pow"]
+
 WRONG: dict[str, list[Wrong]] = {
     "q1_saved_bytes": [
         wrong(
@@ -101,64 +111,77 @@ WRONG: dict[str, list[Wrong]] = {
         wrong(
             "every intermediate result",
             'saved_names = {"a", "b", "c", "d", "e", "loss"}',
-            "every_intermediate",
-            ["every intermediate"],
+            "predictions",
+            [
+                "7 of the 9 predictions in saved_names are wrong",
+                "does not say which",
+                "saved, or not",
+            ],
+            not_says=_NAMES_A_NAME,
             hidden_only="prediction",
         ),
         wrong(
             "every operation saves its inputs",
             'saved_names = {"x", "w", "a", "b", "c", "k", "d", "e"}',
-            "exp_output",
-            ["its output, not its input"],
+            "predictions",
+            ["3 of the 9 predictions in saved_names are wrong"],
+            not_says=_NAMES_A_NAME,
             hidden_only="prediction",
         ),
         wrong(
             "+ 1 and mean save their inputs",
             'saved_names = {"x", "w", "a", "c", "k", "d", "e"}',
-            "nothing_needed",
-            ["save nothing"],
+            "predictions",
+            ["2 of the 9 predictions in saved_names are wrong"],
+            not_says=_NAMES_A_NAME,
             hidden_only="prediction",
         ),
         wrong(
             "a product saves its result",
             'saved_names = {"a", "c", "k", "d"}',
-            "product_result",
-            ["not its result", "x and w"],
+            "predictions",
+            ["3 of the 9 predictions in saved_names are wrong"],
+            not_says=_NAMES_A_NAME,
             hidden_only="prediction",
         ),
         wrong(
             "nothing is saved",
             "saved_names = set()",
-            "nothing_saved",
-            ["saves something"],
+            "predictions",
+            ["5 of the 9 predictions in saved_names are wrong"],
+            not_says=_NAMES_A_NAME,
             hidden_only="prediction",
         ),
         wrong(
             "the power saves nothing",
             'saved_names = {"x", "w", "c", "k"}',
-            "power_input",
-            ["2d"],
+            "predictions",
+            ["1 of the 9 predictions in saved_names is wrong"],
+            not_says=_NAMES_A_NAME,
             hidden_only="prediction",
         ),
         wrong(
             "exp saves its input",
             'saved_names = {"x", "w", "b", "k", "d"}',
-            "exp_output",
-            ["its output"],
+            "predictions",
+            ["2 of the 9 predictions in saved_names are wrong"],
+            not_says=_NAMES_A_NAME,
             hidden_only="prediction",
         ),
         wrong(
             "forgets the constant factor",
             'saved_names = {"x", "w", "c", "d"}',
-            "constant_factor",
-            ["even a constant"],
+            "predictions",
+            ["1 of the 9 predictions in saved_names is wrong"],
+            not_says=_NAMES_A_NAME,
             hidden_only="prediction",
         ),
         wrong(
             "forgets the leaves",
             'saved_names = {"c", "k", "d"}',
-            "leaves",
-            ["both factors"],
+            "predictions",
+            ["2 of the 9 predictions in saved_names are wrong"],
+            not_says=_NAMES_A_NAME,
             hidden_only="prediction",
         ),
         wrong("one string", 'saved_names = "x, w, c, k, d"', "type", ["set of names"]),
@@ -169,22 +192,33 @@ WRONG: dict[str, list[Wrong]] = {
         wrong(
             "x * x counted as two storages",
             'cheaper = ["B", "A", "B"]',
-            "counted_twice",
-            ["one storage"],
+            "predictions",
+            ["1 of the 3 predictions in cheaper is wrong", "does not say which"],
+            not_says=_NAMES_A_PAIR,
             hidden_only="prediction",
         ),
         wrong(
             "the steps of a formula cost nothing",
             'cheaper = ["same", "same", "B"]',
-            "more_steps",
-            ["every step"],
+            "predictions",
+            ["1 of the 3 predictions in cheaper is wrong"],
+            not_says=_NAMES_A_PAIR,
             hidden_only="prediction",
         ),
         wrong(
             "checkpointing costs more",
             'cheaper = ["same", "A", "A"]',
-            "checkpoint",
-            ["only its input"],
+            "predictions",
+            ["1 of the 3 predictions in cheaper is wrong"],
+            not_says=_NAMES_A_PAIR,
+            hidden_only="prediction",
+        ),
+        wrong(
+            "every formulation saves the same",
+            'cheaper = ["same", "same", "same"]',
+            "predictions",
+            ["2 of the 3 predictions in cheaper are wrong"],
+            not_says=_NAMES_A_PAIR,
             hidden_only="prediction",
         ),
         wrong("lower-case letters", 'cheaper = ["same", "a", "b"]', "type", ["capitals"]),

@@ -13,6 +13,12 @@ from autograd_course.testkit.answers import Wrong, function, wrong
 
 _STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
 
+#: Words that would say which prediction of question 4 is wrong, or why: its message says how
+#: many are wrong, never which.
+_NAMES_A_PREDICTION = ['predicted["', "a.grad", "b.grad", "two paths", "path", "replace",
+                       "visited first", "passes 0", "forwards", "adds up", "second call",
+                       "sum of both"]
+
 #: The ``Value`` class of the assignment; ``__DIV__``... stand for the bodies of the new rules.
 VALUE_CLASS = '''
 class Value:
@@ -474,36 +480,41 @@ WRONG: dict[str, list[Wrong]] = {
         wrong(
             "one path of a",
             'predicted = {"a": -2.5, "b": 1.5, "c": 0.0, "d": -5.0}',
-            "one_path",
-            ["two paths"],
+            "predictions",
+            ["2 of the 4 predictions in predicted are wrong", "does not say which"],
+            not_says=_NAMES_A_PREDICTION,
             hidden_only="prediction",
         ),
         wrong(
             "= still adds the paths",
             'predicted = {"a": -1.0, "b": -1.0, "c": 0.0, "d": -2.0}',
-            "not_replaced",
-            ["replaces"],
+            "predictions",
+            ["1 of the 4 predictions in predicted is wrong"],
+            not_says=_NAMES_A_PREDICTION,
             hidden_only="prediction",
         ),
         wrong(
             "with =, the first write wins",
             'predicted = {"a": -1.0, "b": -2.5, "c": 0.0, "d": -2.0}',
-            "replaced_order",
-            ["visited first"],
+            "predictions",
+            ["1 of the 4 predictions in predicted is wrong"],
+            not_says=_NAMES_A_PREDICTION,
             hidden_only="prediction",
         ),
         wrong(
             "walking forwards changes nothing",
             'predicted = {"a": -1.0, "b": 1.5, "c": 1.5, "d": -2.0}',
-            "forwards",
-            ["passes 0"],
+            "predictions",
+            ["1 of the 4 predictions in predicted is wrong"],
+            not_says=_NAMES_A_PREDICTION,
             hidden_only="prediction",
         ),
         wrong(
             ".grad replaced by the second call",
             'predicted = {"a": -1.0, "b": 1.5, "c": 0.0, "d": -1.0}',
-            "replaced",
-            ["adds up"],
+            "predictions",
+            ["1 of the 4 predictions in predicted is wrong"],
+            not_says=_NAMES_A_PREDICTION,
             hidden_only="prediction",
         ),
         wrong(

@@ -67,6 +67,7 @@ from autograd_course.kernel.checks.notebook import _short_errors_in_test_cells
 from autograd_course.kernel.checks.predictions import (
     check_prediction,
     check_prediction_format,
+    check_predictions,
     raised_by,
 )
 from autograd_course.kernel.checks.values import (
@@ -87,7 +88,7 @@ __all__ = [
     "check_bool_format", "check_equal", "check_grad_fn_name", "check_gradient_of",
     "check_independent_copy", "check_inference", "check_is_leaf", "check_leaf_answer",
     "check_memory", "check_no_graph", "check_number", "check_number_format", "check_prediction",
-    "check_prediction_format", "check_shape", "check_tensor",
+    "check_prediction_format", "check_predictions", "check_shape", "check_tensor",
     "check_tuple", "check_untouched",
     "current", "fresh", "fresh_float", "fresh_int", "in_kernel", "kernel_memory_use",
     "named_errors", "proxy", "raised_by", "run_answer", "visible_checks_passed",
