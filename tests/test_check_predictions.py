@@ -46,8 +46,8 @@ def test_the_message_gives_the_count_and_reads_the_same_whichever_items_are_wron
         messages.add(str(error))
     verb = "is" if k == 1 else "are"
     assert messages == {f"{k} of the 5 predictions in predicted {verb} wrong (the check does not "
-                        "say which: naming one would give the answer away, one re-check at a "
-                        "time). Go through all five again."}
+                        "say which: work each one out from the rule it tests). Go through all "
+                        "five again."}
 
 
 @pytest.mark.parametrize(("given", "truth"), [

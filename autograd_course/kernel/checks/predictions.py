@@ -18,8 +18,8 @@
 ...     print(error.diagnosis)
 ...     print(error)
 predictions
-2 of the 3 predictions in raises are wrong (the check does not say which: naming one
-would give the answer away, one re-check at a time). Go through all three again.
+2 of the 3 predictions in raises are wrong (the check does not say which: work each one
+out from the rule it tests). Go through all three again.
 >>> check_predictions({"a": -8.0, "b": None}, {"a": -4.0, "b": None}, name="predicted")
 Traceback (most recent call last):
 ...
@@ -159,8 +159,8 @@ def check_predictions(given, truth, name: str = "predictions", *, explain: str |
     if not wrong:
         return
     message = (f"{wrong} of the {len(pairs)} predictions in {name} "
-               f"{'is' if wrong == 1 else 'are'} wrong (the check does not say which: naming "
-               "one would give the answer away, one re-check at a time).")
+               f"{'is' if wrong == 1 else 'are'} wrong (the check does not say which: work each "
+               "one out from the rule it tests).")
     if explain:
         message += f" {explain}"
     expected = dict(truth) if isinstance(truth, Mapping) else list(truth)
