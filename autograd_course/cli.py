@@ -25,7 +25,7 @@ import argparse
 import contextlib
 import importlib
 import os
-import shutil
+import stat
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -371,6 +371,32 @@ def assignment_named(course: Course, name: str) -> str:
                       f"(known: {', '.join(known)})")
 
 
+def _folder_below(parent: int, name: str, shown: Path) -> int:
+    """A descriptor of the folder ``name`` in the folder open as ``parent``, made if missing;
+    a symbolic link there (or anything but a folder) is refused, never followed."""
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(name, dir_fd=parent)
+    try:
+        return os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent)
+    except OSError:
+        raise CourseError(f"{shown} is a symbolic link or no folder: start writes only into "
+                          f"folders of its own under {WORK}/ (move it away, then run this "
+                          "again)") from None
+
+
+def _write_new(folder: int, name: str, data: bytes) -> bool:
+    """Write ``data`` into a new file ``name`` of the folder open as ``folder``, made
+    exclusively and following no link; False when something is there already."""
+    try:
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666,
+                     dir_fd=folder)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "wb") as file:
+        file.write(data)
+    return True
+
+
 def cmd_start(args) -> int:
     course = Course.load(args.course)
     name = assignment_named(course, args.assignment)
@@ -378,25 +404,42 @@ def cmd_start(args) -> int:
     if not (released / f"{name}.ipynb").is_file():
         raise CourseError(f"{released / f'{name}.ipynb'} is missing: make the student "
                           f"versions first (autograd-course release {name})")
-    folder = course.root / WORK / name
-    copy = folder / f"{name}.ipynb"
-    shown = copy.relative_to(course.root)
-    if copy.exists():
-        print(f"{shown} is there already: it is your copy, open it (nothing was copied; to "
-              "start again from the blank assignment, rename or delete it first, then run "
-              "this again).")
-        return 0
-    folder.mkdir(parents=True, exist_ok=True)
-    copied = []
-    for path in sorted(released.iterdir()):  # the notebook, and any file that comes with it
-        if path.is_file() and not (folder / path.name).exists():
-            shutil.copyfile(path, folder / path.name)
-            copied.append(path.name)
+    shown = Path(WORK) / name / f"{name}.ipynb"
+    # every step below the course root by descriptor, following no link: nothing is written
+    # outside root/work/NAME/, whatever links a learner (or anyone) left there
+    root = os.open(course.root, os.O_RDONLY | os.O_DIRECTORY)
+    opened = [root]
+    try:
+        opened.append(_folder_below(root, WORK, Path(WORK)))
+        folder = _folder_below(opened[-1], name, Path(WORK) / name)
+        opened.append(folder)
+        try:
+            there = os.lstat(shown.name, dir_fd=folder)
+        except FileNotFoundError:
+            there = None
+        if there is not None and stat.S_ISLNK(there.st_mode):
+            raise CourseError(f"{shown} is a symbolic link: start writes only files of its "
+                              "own (delete the link, then run this again)")
+        if there is not None:
+            print(f"{shown} is there already: it is your copy, open it (nothing was copied; "
+                  "to start again from the blank assignment, rename or delete it first, then "
+                  "run this again).")
+            return 0
+        copied = []
+        # the notebook first: it makes the copy; then any file that comes with it
+        for path in sorted(released.iterdir(), key=lambda p: (p.name != shown.name, p.name)):
+            if path.is_file() and _write_new(folder, path.name, path.read_bytes()):
+                copied.append(path.name)
+            elif path.name == shown.name:  # made meanwhile: it is not ours to replace
+                raise CourseError(f"{shown} appeared while it was copied: nothing replaced it")
+    finally:
+        for fd in reversed(opened):
+            os.close(fd)
     try:
         origin = released.relative_to(course.root)
     except ValueError:  # a release folder the config puts elsewhere
         origin = released
-    print(f"Copied {origin}/ to {folder.relative_to(course.root)}/ ({', '.join(copied)}): "
+    print(f"Copied {origin}/ to {shown.parent}/ ({', '.join(copied)}): "
           "your own copy of the assignment, which git ignores.")
     print(f"Open {shown} in JupyterLab (its file browser starts at the course root) and work "
           "there; its last cell and nbgrader's Validate button check it with the hidden tests.")

@@ -93,7 +93,7 @@ def test_in_jupyterlab_check_says_where_the_student_id_came_from_without_an_opti
     command, env = selfstudy.check_command(root, root / "release" / ASSIGNMENT / "x.ipynb",
                                            {selfstudy.SESSION: "x.ipynb", "PATH": "/bin"})
     assert env == {"PATH": "/bin", "PYTHONUNBUFFERED": "1", cli.CHECKED_FROM: "jupyterlab"}
-    assert command[-2:] == ["check", f"release/{ASSIGNMENT}/x.ipynb"]
+    assert command[-3:] == ["check", "--", f"release/{ASSIGNMENT}/x.ipynb"]
     for origin in ("jupyterhub", "user"):
         assert "--student" not in cli.STUDENT_ORIGIN_IN_LAB[origin], origin
     notebook = tmp_path / f"{ASSIGNMENT}.ipynb"

@@ -170,6 +170,30 @@ def test_start_copies_an_assignment_into_work_and_never_replaces_a_copy(tmp_path
     assert selfstudy.course_root(copy.parent).resolve() == tmp_path.resolve()
 
 
+@pytest.mark.parametrize("link", ["work", f"work/{ASSIGNMENT}",
+                                  f"work/{ASSIGNMENT}/{ASSIGNMENT}.ipynb"])
+def test_start_writes_through_no_symbolic_link(tmp_path, root, link):
+    course = tmp_path / "course"
+    course.mkdir()
+    shutil.copy2(root / "nbgrader_config.py", course)
+    for folder in ("source", "release"):
+        shutil.copytree(root / folder / ASSIGNMENT, course / folder / ASSIGNMENT)
+    target = tmp_path / "outside" / "target"
+    if link.endswith(".ipynb"):  # a dangling link: a copy would make the file it names
+        target.parent.mkdir()
+    else:  # a link to a folder outside the course: a copy would write into it
+        target.mkdir(parents=True)
+    (course / link).parent.mkdir(parents=True, exist_ok=True)
+    (course / link).symlink_to(target)
+    started = run("start", ASSIGNMENT, cwd=course)
+    assert started.returncode == 2, started.stdout
+    assert f"autograd-course start: {link} is a symbolic link" in started.stderr
+    assert started.stderr.count("\n") == 1 and not started.stdout
+    assert [p.name for p in target.parent.rglob("*")] == ([] if link.endswith(".ipynb")
+                                                          else ["target"])
+    assert (course / link).is_symlink()
+
+
 def test_a_learners_working_copies_are_git_ignored(root):
     ignored = subprocess.run(["git", "check-ignore", "-q",
                               f"work/{ASSIGNMENT}/{ASSIGNMENT}.ipynb"], cwd=root)

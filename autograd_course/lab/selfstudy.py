@@ -12,9 +12,22 @@ from ``release/``, or one fetched with the Assignment List under the course root
   the kernel's working folder is the notebook's folder). Without it (a grading or validating
   kernel, nbconvert, the judge) the function prints one line (:data:`ELSEWHERE`) naming the
   terminal command, and does nothing else: it never starts a grading run there.
-- The course root is the nearest folder above the notebook with ``nbgrader_config.py`` and
-  ``source/``. A notebook with none above it (a student's copy on a course server) gets one
-  line that starts with :data:`NOT_HERE`: submit it through the Assignment List instead.
+- The notebook must be a learner's own copy of the assignment (:func:`course_of_copy`):
+  ``release/NN/NN.ipynb``, ``work/NN/NN.ipynb`` (``autograd-course start``) or ``NN/NN.ipynb``
+  (the Assignment List's fetch) directly below a course root, a folder with
+  ``nbgrader_config.py`` and ``source/NN/NN.ipynb`` that is inside no other course root, with
+  no symbolic link on the way below it. The root is that place's, never the nearest one found
+  by walking up: a submission's folder (``submitted/ID/NN/``) can hold a ``nbgrader_config.py``
+  and a ``source/`` of its own, and those must never choose the grader's code. A notebook
+  elsewhere in a course gets one line that starts with :data:`NOT_A_COPY`; one with no
+  course above it at all (a student's copy on a course server) one that starts with
+  :data:`NOT_HERE`: submit it through the Assignment List instead. (The cell runs in the
+  notebook's own kernel, with the rights of whoever runs it, and a notebook may replace it
+  with any code: this rule keeps the honest cell from running a grader a submission brought,
+  it is no security boundary; the Validate button's is, :mod:`.validate`.)
+- The check runs ``python -P -m autograd_course --course ROOT check -- NOTEBOOK`` in the
+  root (:func:`check_command`): ``-P`` keeps the working folder off ``sys.path``, ``--`` ends
+  the options before the notebook's path.
 - The cell imports this module only when ``NBGRADER_EXECUTION`` is unset (nbgrader sets it
   while it grades or validates); the function also checks that variable.
 
@@ -39,6 +52,11 @@ SESSION = "JPY_SESSION_NAME"
 ELSEWHERE = "This check runs in JupyterLab"
 #: How the line said where the course is not starts (a student on a course server).
 NOT_HERE = "The hidden tests are not on this server"
+#: How the line said for a notebook in a course that is no learner's copy starts.
+NOT_A_COPY = "The check grades a learner's own copy of an assignment only"
+#: The folders below a course root that hold a learner's copy ``FOLDER/NN/NN.ipynb``; the
+#: Assignment List fetches one to ``NN/NN.ipynb``, directly below the root.
+COPIES = ("release", "work")
 #: Seconds a check may take: the first check of an assignment also prepares its course.
 TIMEOUT = 600.0
 #: The environment variable that tells ``autograd-course check`` it reports to JupyterLab (the
@@ -72,11 +90,52 @@ def session_notebook(environ: Mapping[str, str], cwd: Path) -> Path | None:
     return cwd / path.name
 
 
+def is_course_root(folder: Path) -> bool:
+    """Whether ``folder`` holds a course: nbgrader_config.py and source/."""
+    return (folder / "nbgrader_config.py").is_file() and (folder / "source").is_dir()
+
+
 def course_root(folder: Path) -> Path | None:
-    """The nearest folder from ``folder`` up with nbgrader_config.py and source/."""
+    """The nearest folder from ``folder`` up with nbgrader_config.py and source/: whether a
+    path is inside a course at all, never which course grades it (:func:`course_of_copy`)."""
     for candidate in (folder, *folder.parents):
-        if (candidate / "nbgrader_config.py").is_file() and (candidate / "source").is_dir():
+        if is_course_root(candidate):
             return candidate
+    return None
+
+
+def learners_copy(root: Path, notebook: Path) -> str | None:
+    """The assignment of which ``notebook`` is a learner's own copy in the course at ``root``:
+    ``notebook``, as named (below ``root``, no ``..``), is ``release/NN/NN.ipynb``,
+    ``work/NN/NN.ipynb`` or ``NN/NN.ipynb`` there, NN an assignment of ``root``'s source/, a
+    file, and no symbolic link on the way below ``root`` leads elsewhere; else None."""
+    try:
+        parts = notebook.relative_to(root).parts
+    except ValueError:
+        return None
+    if len(parts) not in (2, 3) or (len(parts) == 3 and parts[0] not in COPIES):
+        return None
+    name = parts[-2]
+    if name in ("", ".", "..") or parts[-1] != f"{name}.ipynb":
+        return None
+    if not (root / "source" / name / f"{name}.ipynb").is_file():
+        return None
+    try:
+        real = notebook.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return None
+    if real != root.resolve().joinpath(*parts) or not real.is_file():
+        return None
+    return name
+
+
+def course_of_copy(notebook: Path) -> Path | None:
+    """The course root of which ``notebook`` is a learner's own copy (:func:`learners_copy`):
+    the folder two or three above it, a course root inside no other; else None."""
+    for root in (notebook.parent.parent, notebook.parent.parent.parent):
+        if (is_course_root(root) and course_root(root.parent) is None
+                and learners_copy(root, notebook)):
+            return root
     return None
 
 
@@ -90,7 +149,8 @@ def _saved_at(path: Path) -> str:
 def check_command(root: Path, notebook: Path,
                   environ: Mapping[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
     """The command line that checks ``notebook`` with the hidden tests of the course at
-    ``root`` (``autograd-course check``, run with this Python, in ``root``), and its
+    ``root`` (``autograd-course check``, run with this Python in ``root``, ``-P``: no module
+    of the working folder is imported; ``--`` before the notebook's path), and its
     environment: ``environ`` (this process's by default) without :data:`SESSION` (a kernel the
     check starts must never take itself for this one), with :data:`CHECKED_FROM` set."""
     environ = os.environ if environ is None else environ
@@ -100,7 +160,8 @@ def check_command(root: Path, notebook: Path,
         shown = str(notebook)
     env = {k: v for k, v in environ.items() if k != SESSION} | {
         "PYTHONUNBUFFERED": "1", CHECKED_FROM: "jupyterlab"}
-    return [sys.executable, "-m", "autograd_course", "--course", str(root), "check", shown], env
+    return [sys.executable, "-P", "-m", "autograd_course", "--course", str(root), "check", "--",
+            shown], env
 
 
 def _run_check(root: Path, notebook: Path, timeout: float) -> int:
@@ -147,8 +208,7 @@ def check_saved_notebook(assignment: str, *, environ: Mapping[str, str] | None =
         print(f"{ELSEWHERE} (save the notebook, then run this cell); in a terminal "
               f"{terminal_command(assignment)}.")
         return
-    root = course_root(notebook.parent)
-    if root is None:
+    if course_root(notebook.parent) is None and course_root(notebook.resolve().parent) is None:
         print(f"{NOT_HERE}: they are the instructor's, and run when your work is graded. "
               "Submit the notebook through the Assignment List (Nbgrader ▸ Assignment List) "
               "instead; the checks in the question cells are the ones you can run here.")
@@ -160,6 +220,14 @@ def check_saved_notebook(assignment: str, *, environ: Mapping[str, str] | None =
     if not notebook.is_file():
         print(f"{notebook} is not there any more (renamed or moved?): open the notebook "
               "again, then run this cell.")
+        return
+    root = course_of_copy(notebook)
+    if root is None:
+        print(f"{NOT_A_COPY}, at the course root: release/{assignment}/{assignment}.ipynb, "
+              f"work/{assignment}/{assignment}.ipynb (autograd-course start) or "
+              f"{assignment}/{assignment}.ipynb (the Assignment List), no symbolic link on the "
+              f"way; {notebook} is none of them (a submission is graded with autograd-course "
+              "grade).")
         return
     print(f"Checking {notebook} as saved at {_saved_at(notebook)}, with the hidden tests, "
           "as the grader would (changes made since are not seen: save first).", flush=True)

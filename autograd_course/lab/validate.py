@@ -10,20 +10,34 @@ posts a notebook's path to ``<base_url>assignments/validate`` and shows the answ
 "passes all the tests" when they pass. This server extension serves the same URLs instead
 (the Makefile and ``deploy/jupyter_server_config.json`` enable it and disable nbgrader's):
 
-- where the hidden tests are at hand (self-study: a course root, with ``nbgrader_config.py``
-  and ``source/``, above an assignment's notebook, :func:`hidden_tests_for`), Validate gives
-  the verdict of ``autograd-course check``, run as the notebook's check cell runs it
-  (:func:`.selfstudy.check_command`; :func:`verdict`): each question that fails its hidden
+- the course is the server's (:func:`configured_course`): the folder the trait
+  ``CourseValidate.course_root`` names, or else the server's ``root_dir`` when it is a course
+  root (``nbgrader_config.py`` and ``source/``, inside no other course root) — never a folder
+  found by walking up from the notebook, which a submission could bring along
+  (``submitted/ID/NN/`` with a ``nbgrader_config.py``, a ``source/`` and an
+  ``autograd_course/`` of its own);
+- a learner's own copy of an assignment there (:func:`.selfstudy.learners_copy`:
+  ``release/NN/NN.ipynb``, ``work/NN/NN.ipynb``, or the Assignment List's ``NN/NN.ipynb``
+  directly below the root, no symbolic link on the way leading elsewhere) gets the verdict of
+  ``autograd-course check`` (:func:`hidden_verdict`, :func:`verdict`), run as the check cell
+  runs it (:func:`.selfstudy.check_command`: ``python -P``, in the configured root,
+  ``--course`` that root, ``--`` before the notebook): each question that fails its hidden
   tests is a failed cell with its points and message, the last one followed by the whole
   report (PASS or FAIL per question, the total); full marks are nbgrader's success, with the
   report;
-- elsewhere (a course server, where the hidden tests are the instructor's, or a notebook that
-  is no assignment's), nbgrader's own validation runs, and its answer says that it ran the
-  visible tests only (:func:`visible_only`).
+- any other notebook inside a course root (the configured one, or any course found above the
+  notebook: ``submitted/``, ``autograded/``, ``feedback/``, an exchange, a nested course, a
+  lesson) is refused (:func:`refused`): nothing of it runs. nbgrader's own validation would
+  run the notebook, unsandboxed, as whoever runs the server (on the course's formgrader: the
+  grader, who can read the secret and the gradebook);
+- a notebook in no course (a student's own server on a course's JupyterHub, where the hidden
+  tests are the instructor's) gets nbgrader's own validation, its answer saying that it ran
+  the visible tests only (:func:`visible_only`): the student's code, run as the student.
 
 nbgrader's dialog has no place for a server's words on success, so this extension also serves
 nbgrader's labextension files with one change (:func:`patched_chunk`): the success paragraph
-shows ``value["message"]`` when the answer has one, nbgrader's sentence otherwise. Enable it
+shows ``value["message"]`` when the answer has one, nbgrader's sentence otherwise; the patched
+text is kept per file and modification time (:func:`served_chunk`). Enable it
 with ``jupyter server extension enable --sys-prefix autograd_course.lab.validate``.
 """
 
@@ -44,6 +58,8 @@ from nbgrader.server_extensions.validate_assignment.handlers import (
     ValidateAssignmentHandler,
 )
 from tornado import web
+from traitlets import Unicode
+from traitlets.config import Configurable
 
 from autograd_course.lab import selfstudy
 
@@ -55,6 +71,10 @@ VISIBLE_ONLY = ("Validate ran the visible tests only: the checks in the question
                 "passing these is no promise of full marks.")
 #: Where JupyterLab serves nbgrader's labextension (under the server's base_url).
 NBGRADER_STATIC = "lab/extensions/@jupyter/nbgrader/static"
+#: The web application's setting that holds the server's course (:func:`configured_course`).
+COURSE_SETTING = "autograd_course_validate_course"
+#: How the answer to a notebook Validate does not check in a course starts.
+REFUSED = "Validate did not check this notebook, and ran nothing of it"
 #: nbgrader's sentence for a notebook that passes.
 SUCCESS = "Success! Your notebook passes all the tests."
 
@@ -64,27 +84,36 @@ _TOTAL = re.compile(r"^  total: ([\d.]+)/([\d.]+)$")
 _ENTRY = re.compile(r"^(\S|  \S)")
 
 
-# -- which tests: the hidden ones where the course is --------------------------------------
-def _is_assignment(notebook: Path) -> bool:
-    """Whether ``notebook`` is an assignment's (it has nbgrader's graded cells), not a lesson
-    that shares its assignment's name."""
-    try:
-        cells = json.loads(notebook.read_text(encoding="utf-8")).get("cells", [])
-    except (OSError, ValueError, AttributeError):
-        return False
-    return any(isinstance(c, dict) and isinstance(c.get("metadata"), dict)
-               and isinstance(c["metadata"].get("nbgrader"), dict)
-               and c["metadata"]["nbgrader"].get("grade_id") for c in cells)
+# -- which tests: the hidden ones of the server's course ---------------------------------
+class CourseValidate(Configurable):
+    """The course whose hidden tests Validate runs (``--CourseValidate.course_root=DIR``)."""
+
+    course_root = Unicode("", config=True, help=(
+        "The course root (nbgrader_config.py and source/) whose hidden tests Validate runs "
+        "for a learner's copy of an assignment in it; by default the server's root_dir, when "
+        "it is a course root."))
 
 
-def hidden_tests_for(notebook: Path) -> Path | None:
-    """The course root whose hidden tests grade ``notebook``: the nearest one above it
-    (:func:`.selfstudy.course_root`) that has the notebook's assignment in source/, when the
-    notebook is an assignment's; else None."""
-    root = selfstudy.course_root(notebook.parent)
-    if root is None or not (root / "source" / notebook.stem / notebook.name).is_file():
-        return None
-    return root if _is_assignment(notebook) else None
+def configured_course(root_dir: str | Path, setting: str = "") -> Path | None:
+    """The course of a server at ``root_dir``, resolved: the folder ``setting`` names, when it
+    is a course root; else ``root_dir`` when it is one inside no other course root; else None
+    (no hidden tests on this server)."""
+    if setting:
+        chosen = Path(setting).expanduser().resolve()
+        return chosen if selfstudy.is_course_root(chosen) else None
+    root = Path(root_dir).resolve()
+    if selfstudy.is_course_root(root) and selfstudy.course_root(root.parent) is None:
+        return root
+    return None
+
+
+def in_a_course(course: Path | None, notebook: Path) -> bool:
+    """Whether ``notebook`` (as named, or resolved) is inside the ``course`` or any course root
+    above it."""
+    real = notebook.resolve()
+    return (course is not None and (notebook.is_relative_to(course)
+                                    or real.is_relative_to(course))) or any(
+        selfstudy.course_root(path.parent) is not None for path in (notebook, real))
 
 
 # -- the answers -------------------------------------------------------------------------------
@@ -142,6 +171,17 @@ def verdict(report: str, status: int, errors: str = "") -> dict:
     return {"success": True, "value": {"failed": failed}}
 
 
+def refused(path: str) -> dict:
+    """Validate's answer to the notebook at ``path``, in a course, that is no learner's copy:
+    nbgrader's error, saying why and what Validate checks."""
+    return {"success": False, "value": _wrapped(
+        f"{REFUSED}: {path}. In a course, Validate checks a learner's own copy of an "
+        "assignment only, at the course root: release/NN/NN.ipynb, work/NN/NN.ipynb "
+        "(autograd-course start) or NN/NN.ipynb (the Assignment List), NN an assignment of "
+        "source/, with no symbolic link on the way. A submission (submitted/, autograded/) is "
+        "graded with autograd-course grade, which runs it in the sandbox.")}
+
+
 def visible_only(answer: dict) -> dict:
     """nbgrader's ``answer`` of the visible tests, saying that they were the visible ones only:
     in its success message, or after its last failed cell. An error, or a cell whose type or
@@ -184,9 +224,10 @@ async def hidden_verdict(root: Path, notebook: Path,
 
 # -- the handlers ------------------------------------------------------------------------------
 class ValidateHandler(ValidateAssignmentHandler):
-    """``POST assignments/validate``: the notebook's path as an argument or in a JSON body, as
-    nbgrader takes it; the hidden tests' verdict where they are, else nbgrader's own
-    validation (:meth:`validate_notebook`), said to be the visible tests' only."""
+    """``POST assignments/validate``: the notebook's path (relative to the server's root) as an
+    argument or in a JSON body, as nbgrader takes it; the hidden tests' verdict for a learner's
+    copy in the server's course, a refusal for any other notebook in a course, nbgrader's own
+    validation (:meth:`validate_notebook`) elsewhere, said to be the visible tests' only."""
 
     @web.authenticated
     async def post(self):
@@ -197,15 +238,23 @@ class ValidateHandler(ValidateAssignmentHandler):
         if not isinstance(path, str) or not path:
             raise web.HTTPError(400, "no notebook path given")
         root = Path(self.root_dir).resolve()
-        target = (root / path).resolve()
-        if not target.is_relative_to(root):
+        notebook = root / path  # as named: learners_copy follows no link leading elsewhere
+        try:
+            inside = notebook.resolve().is_relative_to(root)
+        except (OSError, RuntimeError, ValueError):  # a loop of links, a NUL
+            inside = False
+        if not inside:
             raise web.HTTPError(403, "Access denied: path outside allowed directory")
-        course = hidden_tests_for(target) if target.is_file() else None
-        if course is None:
-            answer = visible_only(self.validate_notebook(path))
+        course = self.settings.get(COURSE_SETTING)
+        if course is not None and selfstudy.learners_copy(course, notebook):
+            self.log.info("Validating %s with the hidden tests of %s", notebook, course)
+            answer = await hidden_verdict(course, notebook)
+        elif in_a_course(course, notebook):
+            self.log.warning("Validate refused %s: no learner's copy of the course %s",
+                             notebook, course)
+            answer = refused(path)
         else:
-            self.log.info("Validating %s with the hidden tests of %s", target, course)
-            answer = await hidden_verdict(course, target)
+            answer = visible_only(self.validate_notebook(path))
         self.finish(json.dumps(answer))
 
 
@@ -236,9 +285,25 @@ def nbgrader_static() -> Path | None:
     return None
 
 
+#: The files served, patched: path -> ((modification time, size), text).
+_SERVED: dict[Path, tuple[tuple[int, int], str]] = {}
+
+
+def served_chunk(path: Path) -> str:
+    """nbgrader's labextension file at ``path``, :func:`patched_chunk`; read and patched once
+    per modification of the file (patching the largest takes some 15 ms)."""
+    stat = path.stat()
+    key = (stat.st_mtime_ns, stat.st_size)
+    kept = _SERVED.get(path)
+    if kept is None or kept[0] != key:
+        kept = _SERVED[path] = (key, patched_chunk(path.read_text(encoding="utf-8")))
+    return kept[1]
+
+
 class NbgraderFileHandler(JupyterHandler):
     """``GET lab/extensions/@jupyter/nbgrader/static/NAME.js``: nbgrader's labextension file,
-    :func:`patched_chunk`; public, as JupyterLab serves these files, and never cached."""
+    :func:`served_chunk`; public, as JupyterLab serves these files, and never cached by the
+    browser (a new nbgrader is seen at once)."""
 
     @allow_unauthenticated
     def get(self, name: str):
@@ -248,7 +313,7 @@ class NbgraderFileHandler(JupyterHandler):
             raise web.HTTPError(404)
         self.set_header("Content-Type", "application/javascript; charset=UTF-8")
         self.set_header("Cache-Control", "no-cache")
-        self.finish(patched_chunk(path.read_text(encoding="utf-8")))
+        self.finish(served_chunk(path))
 
 
 def _jupyter_server_extension_points() -> list[dict]:
@@ -258,14 +323,24 @@ def _jupyter_server_extension_points() -> list[dict]:
 def _load_jupyter_server_extension(serverapp) -> None:
     """Serve Validate's URLs (nbgrader's version check too) and nbgrader's labextension files;
     loaded before jupyterlab and nbgrader (extensions load in the order of their names), the
-    first handler of a URL answers it."""
+    first handler of a URL answers it. The server's course is found once, here."""
     webapp = serverapp.web_app
     base_url = webapp.settings["base_url"]
     webapp.settings["root_dir"] = serverapp.root_dir  # as nbgrader's handlers read it
+    setting = CourseValidate(config=serverapp.config).course_root
+    course = webapp.settings[COURSE_SETTING] = configured_course(serverapp.root_dir, setting)
     webapp.add_handlers(".*$", [
         (url_path_join(base_url, "assignments/validate"), ValidateHandler),
         (url_path_join(base_url, "nbgrader_version"), NbGraderVersionHandler),
         (url_path_join(base_url, NBGRADER_STATIC, r"([\w.-]+\.js)"), NbgraderFileHandler),
     ])
-    serverapp.log.info("autograd_course.lab.validate: Validate checks with the hidden tests "
-                       "where a course root is above the notebook")
+    if setting and course is None:
+        serverapp.log.error("autograd_course.lab.validate: CourseValidate.course_root=%s is no "
+                            "course root (nbgrader_config.py and source/)", setting)
+    if course is None:
+        serverapp.log.info("autograd_course.lab.validate: no course here; Validate runs the "
+                           "visible tests outside a course and refuses notebooks inside one")
+    else:
+        serverapp.log.info("autograd_course.lab.validate: Validate checks a learner's copies "
+                           "in %s with its hidden tests and refuses other notebooks there",
+                           course)
