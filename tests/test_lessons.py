@@ -38,6 +38,8 @@ LESSONS = [
     "08_training",
     "09_extending",
     "10_functional",
+    "11_backprop_by_hand",
+    "12_gradients_in_practice",
 ]
 # The venv's own kernelspec: JupyterLab then leaves the metadata alone (no "unsaved" on open).
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
@@ -399,6 +401,86 @@ CORRECTIONS = [
                       "autograd.Function"),
     ("10_functional", "jacfwd: RuntimeError: You tried to vmap over Cube, but it does not have "
                       "vmap support."),
+    # backward passes by hand, each checked against autograd
+    ("11_backprop_by_hand", "dX  shape (5, 3)  max |by hand - autograd| 0.0e+00  allclose: True\n"
+                            "dW  shape (3, 4)  max |by hand - autograd| 0.0e+00  allclose: True"),
+    ("11_backprop_by_hand", "G @ B:   dA  shape (3, 3)  max |by hand - autograd| 5.2e+00  "
+                            "allclose: False"),  # square shapes hide a wrong product
+    ("11_backprop_by_hand", "G.sum_to_size(b.shape) equals G.sum(0): True"),
+    ("11_backprop_by_hand", "X.max(1):\n tensor([[0., 1., 0., 0.],\n        [2., 0., 0., 0.]]) \n"
+                            "X.amax(1):\n tensor([[0.0000, 0.5000, 0.5000, 0.0000],\n"
+                            "        [0.5000, 0.5000, 0.5000, 0.5000]])"),
+    ("11_backprop_by_hand", "X.max():\n tensor([[0.0000, 0.5000, 0.5000, 0.0000],\n"
+                            "        [0.0000, 0.0000, 0.0000, 0.0000]])"),
+    ("11_backprop_by_hand", "naive            loss     inf   dZ tensor([[nan, nan, nan]], "
+                            "dtype=torch.float32)\nlog(softmax)     loss     inf   dZ "
+                            "tensor([[nan, nan, nan]], dtype=torch.float32)\n"
+                            "F.cross_entropy  loss  200.00   dZ tensor([[-1.,  1.,  0.]], "
+                            "dtype=torch.float32)"),
+    ("11_backprop_by_hand", "each row of dX sums to 0: True"),  # layer norm
+    ("11_backprop_by_hand", "dE[idx] = G                  rows wrong: [1, 4]\n"
+                            "dE[idx] += G                 rows wrong: [1, 4]\n"
+                            "index_put_(accumulate=True)  rows wrong: []"),
+    # what autograd saves, and what a hand backward keeps, counted
+    ("11_backprop_by_hand", "X.max(1)                         6   its output (6,) int64\n"
+                            "X.amax(1)                        6   X (6, 4), its output (6,)"),
+    ("11_backprop_by_hand", "F.layer_norm, autograd:    128 new numbers (mean and r)\n"
+                            "written out, autograd:    4288 new numbers\n"
+                            "section 6, by hand:       2112 new numbers (x_hat and r)"),
+    ("11_backprop_by_hand", "new numbers kept: by hand 136,192 (h and p), autograd 136,193\n"
+                            "by hand : 27 operations, 20,709,376 multiply-adds; 7 writes of "
+                            "(512, 256): mm, add, tanh, mm, mul, rsub, mul\nautograd: 30 "
+                            "operations, 20,709,376 multiply-adds; 5 writes of (512, 256): mm, "
+                            "add, tanh, mm, tanh_backward"),
+    ("11_backprop_by_hand", "and b - 0.1 * G, with no error, has shape (5, 4)"),
+    ("11_backprop_by_hand", "without / N, divided by N = 6: True"),
+    # non-differentiable points, nan and inf gradients, their fixes; depth, clipping, precision
+    ("12_gradients_in_practice", "hardtanh(x, 0, 1)         0         0         1         0"
+                                 "         0\nclamp(x, min=0)           0         1         1"
+                                 "         1         1"),
+    ("12_gradients_in_practice", "x.amax()             after one step: x = [1.0, 2.95, 2.95], "
+                                 "max = 2.95\nx.max(dim=0).values  after one step: x = "
+                                 "[1.0, 2.9, 3.0], max = 3.00"),
+    ("12_gradients_in_practice", "relu:          w, last loss = ([0.0, 0.0], 14.0625)"),
+    ("12_gradients_in_practice", "gradient descent on |w|: [0.15, 0.05, -0.05, 0.05, -0.05, 0.05]\n"
+                                 "proximal steps:          [0.15, 0.05, 0.0, 0.0, 0.0, 0.0]"),
+    ("12_gradients_in_practice", "y = 0.0, dy/dx = nan, dy/dgate = inf"),
+    ("12_gradients_in_practice", "value:    tensor([1.0000e+30, 1.0000e+00])\n"
+                                 "gradient: tensor([-inf, -1.])"),
+    # anomaly mode lets an inf through; the hooks on every node name it
+    ("12_gradients_in_practice", "should only be enabled for debugging.\n"
+                                 "x.grad: tensor([-inf, -1.])"),
+    ("12_gradients_in_practice", "DivBackward0 returned nan for its input 0, made by: relative = "
+                                 "(prediction - target) / target\nReciprocalBackward0 returned inf "
+                                 "for its input 0, made by: return (1 / x).sum()"),
+    ("12_gradients_in_practice", "same loss: True\nparameters whose .grad is not finite: {}"),
+    ("12_gradients_in_practice", "double where      values [1.0, 0.9983, 0.8415], gradients "
+                                 "[0.0, -0.0333, -0.3012]"),
+    ("12_gradients_in_practice", "sqrt(clamp(x, min=1e-10))         0         0         1"
+                                 "      0.25"),
+    ("12_gradients_in_practice", "clamp(sqrt(x), min=1e-5)        nan         0         1"
+                                 "      0.25"),  # a clamp outside does not help
+    ("12_gradients_in_practice", "value: tensor([0.0000, 0.5000])  gradient: tensor([    nan, "
+                                 "-0.2500])"),  # nan_to_num on the value
+    ("12_gradients_in_practice", "gradient after nan_to_num, norm: 0.0000\n"
+                                 "gradient of the fixed loss, norm: 1.1127"),
+    ("12_gradients_in_practice", "layer_norm(3h) == layer_norm(h): True\nits gradient with "
+                                 "respect to 3h is a third of that with respect to h: True"),
+    ("12_gradients_in_practice", "clip_grad_norm_(max_norm=1.0):  norm 1.0000, angle 0.00°"),
+    ("12_gradients_in_practice", "0.4 x smallest subnormal  2.3842e-08 -> float16 0.0000e+00  "
+                                 "(relative error 100.0%)"),
+    ("12_gradients_in_practice", "softmax(out)                 bfloat16"),
+    ("12_gradients_in_practice", "cross_entropy(out, labels)   float32"),
+    ("12_gradients_in_practice", "0.weight  parameter torch.float32, .grad torch.float32"),
+    ("12_gradients_in_practice", "computed under float16 autocast: 171 zeros that float32 has "
+                                 "not, median relative error 10.8%"),
+    ("12_gradients_in_practice", "float16   loss x 2^32:    0 zeros,  102 inf or nan"),
+    ("12_gradients_in_practice", "parameters changed: True; scale now 65536.0"),
+    ("12_gradients_in_practice", "scale 65536.0 -> 32768.0; parameters unchanged: True"),
+    ("12_gradients_in_practice", "float32           1,476,395,008 multiply-adds; saved for "
+                                 "backward: 4,194,304 bytes {'float32': 4194304}\nbfloat16 "
+                                 "autocast 1,476,395,008 multiply-adds; saved for backward: "
+                                 "5,242,880 bytes"),
 ]
 
 
@@ -472,6 +554,29 @@ COMMON_MISTAKES = [
                       "mode."),
     ("10_functional", "RuntimeError: Batch norm got a batched tensor as input while the "
                       "running_mean or running_var"),
+    ("11_backprop_by_hand", "RuntimeError: mat1 and mat2 shapes cannot be multiplied (5x4 and "
+                            "3x4)"),
+    ("11_backprop_by_hand", "RuntimeError: attempting to assign a gradient of size '[5, 4]' to a "
+                            "tensor of size '[4]'"),
+    ("11_backprop_by_hand", "dE  shape (6, 3)  max |by hand - autograd| 1.7e+00  allclose: False"),
+    ("11_backprop_by_hand", "RuntimeError: Mismatch in shape: grad_output[0] has a shape of "
+                            "torch.Size([4, 5]) and output[0] has a shape of torch.Size([5, 4])."),
+    ("11_backprop_by_hand", "RuntimeError: one of the variables needed for gradient computation "
+                            "has been modified by an inplace operation: "
+                            "[torch.DoubleTensor [4, 3]], which is output 0 of Tanh,"),
+    ("11_backprop_by_hand", "dZ  shape (6, 4)  max |by hand - autograd| 7.6e-01  allclose: False"),
+    ("12_gradients_in_practice", "RuntimeError: Function 'DivBackward0' returned nan values in "
+                                 "its 0th output."),
+    ("12_gradients_in_practice", "PyTorch warns: Error detected in DivBackward0. No forward pass "
+                                 "information available."),
+    ("12_gradients_in_practice", "norm after clipping then unscaling: 3.052e-09 (intended 1e-4, "
+                                 "scale 32768.0)"),
+    ("12_gradients_in_practice", "RuntimeError: unscale_() has already been called on this "
+                                 "optimizer since the last update()."),
+    ("12_gradients_in_practice", "ValueError: Attempting to unscale FP16 gradients."),
+    ("12_gradients_in_practice", "returned: nan | p.grad: tensor([nan, nan, nan])"),
+    ("12_gradients_in_practice", "RuntimeError: The total norm of order 2.0 for gradients from "
+                                 "`parameters` is non-finite, so it cannot be clipped."),
 ]
 
 
