@@ -33,8 +33,9 @@ $(STAMP): requirements.txt requirements-dev.txt constraints.txt pyproject.toml
 	@touch $(STAMP)
 
 # The course's Jupyter server extensions: local MathJax for formgrader and the feedback
-# (grading/mathjax.py), and nbgrader's Validate button answered with the hidden tests where
-# they are (lab/validate.py), in place of nbgrader's own validate_assignment. Rewritten when
+# (grading/mathjax.py), and nbgrader's Validate button answered with the hidden tests for a
+# learner's own copy in the course the server serves, and nothing run of a submission
+# (lab/validate.py), in place of nbgrader's own validate_assignment. Rewritten when
 # this Makefile changes, so an environment made before gets them too.
 $(SERVER_CONFIG): Makefile $(STAMP)
 	@mkdir -p $(dir $@)

@@ -81,6 +81,40 @@ def _fixed(body: str) -> str:
     )
 
 
+#: Question 1 with setup_context and a jvp (right as it is): forward mode's rule is checked too.
+_SETUP_JVP = """
+class Sinc(torch.autograd.Function):
+    @staticmethod
+    def forward(x):
+        nonzero = torch.where(x == 0, 1.0, x)
+        return torch.where(x == 0, 1.0, torch.sin(nonzero) / nonzero)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        (x,) = inputs
+        ctx.save_for_backward(x)
+        ctx.save_for_forward(x)
+
+    @staticmethod
+    def _slope(x):
+        near = x.abs() < 1e-2
+        far = torch.where(near, 1.0, x)
+        formula = (far * torch.cos(far) - torch.sin(far)) / far**2
+        x2 = x * x
+        series = -x / 3 * (1 - x2 / 10 * (1 - x2 / 28))
+        return torch.where(near, series, formula)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return grad_output * Sinc._slope(x)
+
+    @staticmethod
+    def jvp(ctx, x_t):
+        (x,) = ctx.saved_tensors
+        return x_t * Sinc._slope(x)
+""".strip("\n")
+
 _WRONG_INPUTS = "def wrong_inputs(function, inputs):"
 
 
@@ -354,6 +388,58 @@ WRONG: dict[str, list[Wrong]] = {
             breaks="for a float64 tensor `x` of any shape",
         ),
         wrong(
+            "one term of the series below 1e-5 only, the formula above",
+            _sinc(result="torch.where(near, -x / 3, formula)").replace("x.abs() < 1e-2",
+                                                                       "x.abs() < 1e-5"),
+            "digits",
+            ["tiny x", "lost its digits", "Taylor series"],
+            breaks="right to 6 significant digits\nat every `x`",
+        ),
+        wrong(
+            "the threshold on x, not |x|: every negative x gets the series",
+            _sinc().replace("x.abs() < 1e-2", "x < 1e-2"),
+            "one_sided",
+            ["every negative x", "x.abs() < 1e-2"],
+            not_says=["used too far from 0 for its terms"],
+            breaks="right to 6 significant digits\nat every `x`",
+        ),
+        wrong(
+            "grad_output.mul_(...) returned: grad_output changed in place",
+            _sinc(result="torch.where(near, series, formula)").replace(
+                "return grad_output * torch.where(near, series, formula)",
+                "return grad_output.mul_(torch.where(near, series, formula))"),
+            "grad_in_place",
+            ["changed grad_output in place", "Never modify grad_output in place"],
+            breaks="never modify `grad_output` in place",
+        ),
+        wrong(
+            "the series computed in place in the saved x",
+            _sinc(backward="""
+                (x,) = ctx.saved_tensors
+                near = x.abs() < 1e-2
+                far = torch.where(near, 1.0, x)
+                formula = (far * torch.cos(far) - torch.sin(far)) / far**2
+                x2 = x * x
+                series = x.mul_(-1 / 3).mul_(1 - x2 / 10 * (1 - x2 / 28))
+                return grad_output * torch.where(near, series, formula)
+                """),
+            "saved_in_place",
+            ["changed a tensor it read from ctx.saved_tensors in place"],
+        ),
+        wrong(
+            "a jvp that returns sinc'(x) alone, not times x_t",
+            _SETUP_JVP.replace("return x_t * Sinc._slope(x)", "return Sinc._slope(x)"),
+            "jvp",
+            ["sinc'(x) alone", "times the tangent x_t"],
+            breaks="it must return\n$\\operatorname{sinc}'(x)$ times the tangent `x_t`",
+        ),
+        wrong(
+            "a jvp that reads what save_for_backward saved",
+            _SETUP_JVP.replace("        ctx.save_for_forward(x)\n", ""),
+            "jvp_saved",
+            ["ctx.save_for_forward"],
+        ),
+        wrong(
             "left blank",
             _sinc(forward=_STUB, backward=_STUB),
             "blank",
@@ -447,6 +533,50 @@ WRONG: dict[str, list[Wrong]] = {
             breaks="for that input is wrong",
         ),
         wrong(
+            "requires_grad switched on input by input, never off: copies made once",
+            function(_WRONG_INPUTS, """
+                copies = [t.detach().clone() for t in inputs]
+                verdicts = []
+                for i in range(len(copies)):
+                    copies[i].requires_grad_(True)
+                    verdicts.append(not torch.autograd.gradcheck(function.apply, copies,
+                                                                 raise_exception=False))
+                return tuple(verdicts)
+                """),
+            "accumulated",
+            ["covers the inputs before it", "never off again", "requires_grad_(j == i)"],
+            not_says=["float64"],
+            breaks="for that input is wrong",
+        ),
+        *(wrong(
+            f"one row of the Jacobian: a vjp with grad_output the {which} unit vector against "
+            "finite differences of that output entry",
+            function(_WRONG_INPUTS, f"""
+                verdicts = []
+                for i in range(len(inputs)):
+                    args = [t.detach().clone().requires_grad_(j == i) for j, t in enumerate(inputs)]
+                    y = function.apply(*args)
+                    unit = torch.zeros(y.numel(), dtype=y.dtype)
+                    unit[{place}] = 1.0
+                    (got,) = torch.autograd.grad(y, args[i], unit.reshape(y.shape))
+                    numeric = torch.zeros(args[i].numel(), dtype=torch.float64)
+                    for k in range(numeric.numel()):
+                        up = [t.detach().clone() for t in inputs]
+                        down = [t.detach().clone() for t in inputs]
+                        up[i].view(-1)[k] += 1e-6
+                        down[i].view(-1)[k] -= 1e-6
+                        change = function.apply(*up).reshape(-1)[{place}] - function.apply(
+                            *down).reshape(-1)[{place}]
+                        numeric[k] = change / 2e-6
+                    verdicts.append(not torch.allclose(got.reshape(-1), numeric, atol=1e-5,
+                                                       rtol=1e-3))
+                return tuple(verdicts)
+                """),
+            "missed",
+            ["wrong at some entries only", "one row", "whole Jacobian"],
+            breaks="Find out with `torch.autograd.gradcheck`",
+        ) for which, place in (("first", 0), ("last", -1))),
+        wrong(
             "all False",
             function(_WRONG_INPUTS, "return (False,) * len(inputs)"),
             "missed",
@@ -528,14 +658,16 @@ WRONG: dict[str, list[Wrong]] = {
             breaks="Find out with `torch.autograd.gradcheck`",
         ),
         wrong(
-            "reads the drawn bug (scale, order, power, moved) from the Function's closure",
+            "reads the drawn bug (scale, order, power, moved, patched) from the Function's "
+            "closure",
             function(_WRONG_INPUTS, """
                 import inspect
                 found = inspect.getclosurevars(function.backward).nonlocals
                 scale, order, power = found["scale"], found["order"], found["power"]
                 moved = found["moved"]
+                patched = inspect.getclosurevars(found["entries"]).nonlocals["patched"]
                 return tuple(scale[i] != 1 or order[i] != i or power[i] != 1 or i in moved
-                             for i in range(len(inputs)))
+                             or i in patched for i in range(len(inputs)))
                 """),
             "raised",
             ["KeyError"],
@@ -676,7 +808,7 @@ WRONG: dict[str, list[Wrong]] = {
                 """),
             "grad_in_place",
             ["changed grad in place", "never modify grad"],
-            breaks="never modify `grad` in place",
+            breaks="never modify `grad`",
         ),
         wrong(
             "grad.mul_(...) in place, last, the values right",
@@ -686,7 +818,7 @@ WRONG: dict[str, list[Wrong]] = {
                 """),
             "grad_in_place",
             ["came back changed", "never modify grad"],
-            breaks="never modify `grad` in place",
+            breaks="never modify `grad`",
         ),
         wrong(
             "grad *= ... in place",
@@ -697,7 +829,19 @@ WRONG: dict[str, list[Wrong]] = {
                 """),
             "grad_in_place",
             ["never modify grad"],
-            breaks="never modify `grad` in place",
+            breaks="never modify `grad`",
+        ),
+        wrong(
+            "the saved output y overwritten in place for dx (to save memory)",
+            _fixed("""
+                dw = grad * (torch.exp(-w * x**2) - x**2 * y)
+                dx = y.mul_(-2 * w * x).mul_(grad)
+                return dx, dw
+                """),
+            "saved_in_place",
+            ["ctx.saved_tensors[2]", "Never modify a saved tensor in place"],
+            not_says=["forward must compute"],
+            breaks="or a tensor read from\n`ctx.saved_tensors`, in place",
         ),
         wrong("left blank", _fixed(_STUB), "blank", ["NotImplementedError"]),
     ],
@@ -748,6 +892,27 @@ WRONG: dict[str, list[Wrong]] = {
             "squared",
             ["square root"],
             breaks="Euclidean norm",
+        ),
+        wrong(
+            "the squared norm compared with max_norm",
+            _hook("""
+                squares = (grad * grad).sum(dim=1, keepdim=True)
+                return torch.where(squares > max_norm, grad * (max_norm / squares.sqrt()), grad)
+                """),
+            "threshold",
+            ["compare the row's norm, not its square", "max_norm is 1"],
+            not_says=["did the hook return"],
+            breaks="every row whose Euclidean norm is larger than `max_norm` is scaled down",
+        ),
+        wrong(
+            "the norm compared with max_norm**2",
+            _hook("""
+                lengths = grad.norm(dim=1, keepdim=True)
+                return torch.where(lengths > max_norm**2, grad * (max_norm / lengths), grad)
+                """),
+            "threshold",
+            ["compare the row's norm, not its square"],
+            breaks="every row whose Euclidean norm is larger than `max_norm` is scaled down",
         ),
         wrong(
             "0 / 0 for a row of zeros",
@@ -864,38 +1029,7 @@ def _right(label: str, code: str) -> tuple[str, str]:
 #: Correct answers other than the reference, by grade id: (label, code), full marks each.
 RIGHT: dict[str, list[tuple[str, str]]] = {
     "q1_sinc": [
-        _right("setup_context, with a forward-mode jvp from ctx.save_for_forward", """
-class Sinc(torch.autograd.Function):
-    @staticmethod
-    def forward(x):
-        nonzero = torch.where(x == 0, 1.0, x)
-        return torch.where(x == 0, 1.0, torch.sin(nonzero) / nonzero)
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        (x,) = inputs
-        ctx.save_for_backward(x)
-        ctx.save_for_forward(x)
-
-    @staticmethod
-    def _slope(x):
-        near = x.abs() < 1e-2
-        far = torch.where(near, 1.0, x)
-        formula = (far * torch.cos(far) - torch.sin(far)) / far**2
-        x2 = x * x
-        series = -x / 3 * (1 - x2 / 10 * (1 - x2 / 28))
-        return torch.where(near, series, formula)
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        (x,) = ctx.saved_tensors
-        return grad_output * Sinc._slope(x)
-
-    @staticmethod
-    def jvp(ctx, x_t):
-        (x,) = ctx.saved_tensors
-        return x_t * Sinc._slope(x)
-"""),
+        _right("setup_context, with a forward-mode jvp from ctx.save_for_forward", _SETUP_JVP),
         _right("setup_context, forward(x, small=1e-2) with an optional argument", """
 class Sinc(torch.autograd.Function):
     @staticmethod

@@ -382,6 +382,25 @@ WRONG: dict[str, list[Wrong]] = {
             ["ctx.save_for_forward"],
         ),
         wrong(
+            "inputs kept on ctx as attributes, nothing saved for forward, J formed in jvp",
+            _rule(setup="ctx.x, ctx.y = x, output", jvp="""
+                  J = torch.tril(torch.exp(ctx.x[None, :] - ctx.y[:, None]))
+                  return (J @ x_t,)"""),
+            "save_for_forward",
+            ["nothing was saved with ctx.save_for_forward", "not from attributes of ctx"],
+            breaks="save what `jvp` needs with `ctx.save_for_forward(...)`, not as\nattributes "
+            "of `ctx`",
+        ),
+        wrong(
+            "saved for forward, but jvp reads attributes of ctx",
+            _rule(setup="ctx.save_for_forward(x, output)\n        ctx.x, ctx.y = x, output",
+                  jvp=_jvp_body("torch.exp(-ctx.y) * torch.cumsum(torch.exp(ctx.x) * x_t, "
+                                "dim=0)", unpack="pass")),
+            "save_for_forward",
+            ["it did not read", "ctx.saved_tensors"],
+            breaks="`jvp` reads it back from `ctx.saved_tensors`",
+        ),
+        wrong(
             "J^T x_t: the backward's formula",
             _rule(jvp=_jvp_body("torch.exp(x) * (x_t * torch.exp(-y)).flip(0).cumsum(0).flip(0)")),
             "transposed",
@@ -437,8 +456,7 @@ WRONG: dict[str, list[Wrong]] = {
             "the visible example's Jacobian, typed in",
             _rule(jvp=_jvp_body(
                 "torch.tensor([[1, 0, 0, 0], [1 / 3, 2 / 3, 0, 0], [1 / 6, 1 / 3, 1 / 2, 0], "
-                "[0.1, 0.2, 0.3, 0.4]], dtype=x_t.dtype) @ x_t if x_t.shape == (4,) else 0 * x_t",
-                unpack="pass")),
+                "[0.1, 0.2, 0.3, 0.4]], dtype=x_t.dtype) @ x_t if x_t.shape == (4,) else 0 * x_t")),
             ("values", "zero", "ignores_tangent"),
             hidden_only="hard-coded",
         ),
@@ -513,8 +531,9 @@ WRONG: dict[str, list[Wrong]] = {
                 J = torch.autograd.functional.jacobian(f, x)
                 return J.T @ (J @ v)
                 """),
-            "forms_j",
-            ["formed J"],
+            # its loop over 2**19 rows meets the time limit before the memory limit on a
+            # loaded machine: either diagnosis names the mistake
+            ("forms_j", "too_slow"),
         ),
         wrong(
             "J^T J v summed row by row, one vjp per output",
@@ -582,6 +601,14 @@ WRONG: dict[str, list[Wrong]] = {
             not_says=["whole number"],
         ),
         wrong("dimensions, not entries", _plan(count="len"), "dims", ["len(shape)"]),
+        wrong(
+            "the shape () taken as no entries",
+            _plan(count="(lambda s: math.prod(s) if s else 0)"),
+            "empty_shape",
+            ["shape ()", "math.prod(()) is 1"],
+            not_says=["len(shape)"],
+            breaks="`()` is the shape of a single number",
+        ),
         wrong(
             "chosen by dimensions, counted by entries",
             function(_PLAN, """
@@ -717,29 +744,6 @@ def clipped_mean_grad(model, x, y, max_norm):
         ),
     ],
     "q2_forward_rule": [
-        (
-            "inputs kept on ctx, J formed in jvp, a tuple returned",
-            """\
-class RunningLogSumExp(torch.autograd.Function):
-    generate_vmap_rule = True
-    @staticmethod
-    def forward(x):
-        return torch.from_numpy(np.logaddexp.accumulate(x.detach().cpu().numpy()))
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        (x,) = inputs
-        ctx.save_for_backward(x, output)
-        ctx.x, ctx.y = x, output
-    @staticmethod
-    def backward(ctx, grad_y):
-        x, y = ctx.saved_tensors
-        return torch.exp(x) * (grad_y * torch.exp(-y)).flip(0).cumsum(0).flip(0)
-    @staticmethod
-    def jvp(ctx, x_t):
-        J = torch.tril(torch.exp(ctx.x[None, :] - ctx.y[:, None]))
-        return (J @ x_t,)
-""",
-        ),
         (
             "the output saved alone, exp(x) recovered from it, a loop over k",
             """\

@@ -21,7 +21,8 @@ Traceback (most recent call last):
 autograd_course.kernel.checks.CheckError: x.grad is twice the right value: ...
 
 One module per job: :mod:`.contract`, :mod:`.errors`, :mod:`.values`, :mod:`.gradients`,
-:mod:`.predictions`, :mod:`.inputs`, :mod:`.judged`, :mod:`.notebook`, :mod:`.answer_forms`.
+:mod:`.predictions`, :mod:`.inputs`, :mod:`.judged`, :mod:`.notebook`, :mod:`.answer_forms`,
+:mod:`.functions`.
 """
 
 from __future__ import annotations
@@ -33,6 +34,12 @@ from autograd_course.kernel.checks.errors import NOTE, CheckError, NotAnswered, 
 from autograd_course.kernel.checks.errors import _fact as _fact
 from autograd_course.kernel.checks.errors import _fail as _fail
 from autograd_course.kernel.checks.errors import _what_it_is as _what_it_is
+from autograd_course.kernel.checks.functions import (
+    StandInContext,
+    own_backward,
+    own_jvp,
+    own_methods,
+)
 from autograd_course.kernel.checks.gradients import (
     check_grad_fn_name,
     check_gradient_of,
@@ -100,5 +107,9 @@ for _name in __all__:
     if isinstance(globals()[_name], type | types.FunctionType):
         globals()[_name].__module__ = __name__
 del _name
+
+#: Sent into the student's kernel by value, these keep their own module as their home (the
+#: cloudpickle registration of :mod:`.functions` is by module name).
+__all__ += ["StandInContext", "own_backward", "own_jvp", "own_methods"]
 
 _short_errors_in_test_cells()

@@ -12,13 +12,15 @@ HINTS: dict[str, tuple[str, ...]] = {
         "elsewhere. Compute the formula on a copy of x whose small entries are replaced by "
         "1, so that nothing divides by 0. The three terms of the question are right to 6 "
         "digits below |x| = 1e-2, not much beyond; the series is 0 at 0 by itself. Both "
-        "branches are multiplied by grad_output, in x's dtype.",
+        "branches are multiplied by grad_output, in x's dtype, into a new tensor: "
+        "grad_output itself stays as it was.",
     ),
     "q2": (
         "torch.autograd.gradcheck(fn, inputs, raise_exception=False) returns True when the "
         "backward agrees with finite differences for every input that requires grad, and "
         "False otherwise. It checks only the inputs that require grad: so ask it about one "
-        "input at a time.",
+        "input at a time, on new copies each time (a copy switched on for one input stays "
+        "on for the next).",
         "For input i, make copies of all the inputs (detached, cloned) of which only the i-th "
         "requires grad, and ask gradcheck about function.apply itself on them, with "
         "raise_exception=False so that it answers instead of raising. Give it the Function's "
@@ -33,13 +35,14 @@ HINTS: dict[str, tuple[str, ...]] = {
         "w); the factor grad, missing from both (the chain rule); and df/dw: f = w * "
         "exp(-w x**2) is a product of two factors that both depend on w, so the product rule "
         "has two terms, and -x**2 * y is only one of them. Build new tensors from grad; never "
-        "change grad itself in place.",
+        "change grad itself in place, nor a saved tensor (y is the caller's output).",
     ),
     "q4": (
         "row_clip_hook(max_norm) defines a function hook(grad) inside it and returns it (a "
         "closure: the hook remembers max_norm). The norm of each row is "
         "torch.linalg.vector_norm(grad, dim=1, keepdim=True), a column you can multiply "
-        "grad by.",
+        "grad by. A row is clipped when that norm itself (not the sum of its squares) is "
+        "larger than max_norm.",
         "Each row's factor is the smaller of 1 and max_norm divided by the row's norm "
         "(torch.clamp with max=1.0 takes that smaller one; a row of zeros gives inf there, "
         "which the clamp turns into 1). Multiply grad by the column of factors and return the "

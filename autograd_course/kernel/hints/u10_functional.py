@@ -21,12 +21,12 @@ HINTS: dict[str, tuple[str, ...]] = {
         "x_t: each x_j with j <= k moves y_k by exp(x_j - y_k) x_t[j]. A running sum over "
         "j <= k is a cumulative sum (torch.cumsum), as the backward's sum over k >= j is a "
         "reversed one.",
-        "Three additions. In setup_context, save x and the output for forward mode too. In "
-        "the class, the attribute that lets vmap run the Function's methods on batches. And a "
-        "@staticmethod jvp(ctx, x_t) that unpacks x and y from ctx.saved_tensors and returns, "
-        "for each k, exp(-y_k) times the sum over j <= k of exp(x_j) x_t[j]: exp(-y_k) does "
-        "not depend on j, so it comes out of the sum, and what remains is a running sum that "
-        "torch computes in one call.",
+        "Three additions. In setup_context, save x and the output for forward mode too (as "
+        "tensors saved for it, not as attributes of ctx). In the class, the attribute that "
+        "lets vmap run the Function's methods on batches. And a @staticmethod jvp(ctx, x_t) "
+        "that unpacks x and y from ctx.saved_tensors and returns, for each k, exp(-y_k) times "
+        "the sum over j <= k of exp(x_j) x_t[j]: exp(-y_k) does not depend on j, so it comes "
+        "out of the sum, and what remains is a running sum that torch computes in one call.",
     ),
     "q3": (
         "Two passes, both from the lesson's section 4: a jvp of f at x along v gives J v (m "
