@@ -592,7 +592,8 @@ def graph_outputs(name: str) -> list:
 
 
 @pytest.mark.parametrize(("name", "pictures"), [("01_gradients", 1), ("02_three_weights", 2),
-                                               ("07_engine", 4), ("09_extending", 1)])
+                                               ("07_engine", 4), ("09_extending", 1),
+                                               ("11_backprop_by_hand", 1)])
 def test_graphs_are_pictures_every_viewer_shows(name, pictures):
     # a PNG only (JupyterLab shows no SVG in a notebook it does not trust yet: a lesson just
     # opened), at most 960 px wide, and the graph as text where the plain text goes
