@@ -104,8 +104,10 @@ NUMBER = re.compile(r"\d+(?:\.\d+)?(?:e[+-]?\d+)?")
 
 
 def mask_measured(text: str) -> str:
-    """Hide the numbers of a cell tagged "measured": timings that vary from run to run."""
-    return NUMBER.sub("N", text)
+    """Hide the numbers of a cell tagged "measured": timings that vary from run to run, and
+    counts of a machine's own kernels; and the padding that aligns them, whose width follows
+    the number's."""
+    return re.sub(r" {2,}", " ", NUMBER.sub("N", text))
 
 
 def normalise(output, measured: bool = False):
