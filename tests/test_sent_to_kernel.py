@@ -96,7 +96,8 @@ class _Loader(pickle.Unpickler):
 def kernel_view(payload: bytes) -> list:
     """What the kernel unpickles of a request and could read, without the call's data
     arguments (the question's inputs)."""
-    message = _Loader(io.BytesIO(payload)).load()
+    with links.separate_classes():
+        message = _Loader(io.BytesIO(payload)).load()
     if message["op"] == "bind":
         return [message["value"]]
     return [message["target"], *(a for a in (*message["args"], *message["kwargs"].values())
@@ -328,6 +329,17 @@ def test_nothing_a_test_sends_into_the_kernel_carries_a_draw_or_an_answer(unit, 
     differ = first ^ second
     assert not differ, ("what the kernel gets differs between two students: "
                         f"{sorted(str(p)[:300] for p in differ)[:3]}")
+
+
+def test_grading_in_process_leaves_the_graders_classes_as_they_are(monkeypatch):
+    """The in-process 'kernel' unpickles what 09 Q1 sends by value (StandInContext) as a new
+    class, as a real kernel does, not into the grader's own (cloudpickle's class tracker)."""
+    from autograd_course.kernel.checks import functions
+
+    methods = dict(vars(functions.StandInContext))
+    sent_by_tests("09_extending", "q1_sinc", "ada", monkeypatch)
+    assert dict(vars(functions.StandInContext)) == methods
+    assert functions.StandInContext.save_for_backward.__globals__ is vars(functions)
 
 
 def test_every_unit_is_walked():

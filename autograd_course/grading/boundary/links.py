@@ -73,10 +73,33 @@ class InProcessLink:
         directly (the prompt and the answer are the same text a kernel's would be)."""
         self.agent.ask = answer or _no_callbacks
         try:
-            bundle = self.agent.serve(payload)._repr_mimebundle_()
+            with separate_classes():
+                bundle = self.agent.serve(payload)._repr_mimebundle_()
         finally:
             self.agent.ask = _no_callbacks
         return self._json.loads(self._json.dumps(bundle[MIME]))
+
+
+@contextlib.contextmanager
+def separate_classes():
+    """Unpickle here as another process would: with a class tracker of cloudpickle's own.
+
+    cloudpickle remembers each class it sends by value, and unpickling one in the process that
+    sent it finds the class itself and sets the pickled attributes on it (3.1's
+    ``_lookup_class_or_track`` then ``_class_setstate``): an in-process 'kernel' would replace
+    the methods of the grader's own classes (:class:`~autograd_course.kernel.checks.functions.
+    StandInContext`'s) with its copies. Within this block the tracker is a fresh one, so what
+    is unpickled is new, as in a real kernel.
+    """
+    from cloudpickle import cloudpickle as module
+
+    saved = module._DYNAMIC_CLASS_TRACKER_BY_CLASS, module._DYNAMIC_CLASS_TRACKER_BY_ID
+    module._DYNAMIC_CLASS_TRACKER_BY_CLASS = type(saved[0])()
+    module._DYNAMIC_CLASS_TRACKER_BY_ID = type(saved[1])()
+    try:
+        yield
+    finally:
+        module._DYNAMIC_CLASS_TRACKER_BY_CLASS, module._DYNAMIC_CLASS_TRACKER_BY_ID = saved
 
 
 class JupyterLink:
