@@ -17,7 +17,8 @@ Prints, like ``notebooks/12_gradients_in_practice.ipynb`` but for more sizes:
    the graph, which is what both checks pay for;
 3. **depth** (no timing): the norm of the gradient reaching block 1 against block ``depth``
    of :func:`autograd_course.lab.practice.deep_net` for depths 10 to 100 and the lesson's
-   initialisations, and the ratio per block it implies (exact for a given seed and build).
+   initialisations (PyTorch's gain for ``tanh``, ``calculate_gain("tanh")`` = 5/3, among
+   them), and the ratio per block it implies (exact for a given seed and build).
 
 A claim about times holds where the counts differ by a large factor, or where the hardware
 differs (bfloat16 instructions); the CPU's features are printed first. ``--quick`` runs
@@ -109,6 +110,7 @@ def checking_section(shapes, repeats: int) -> None:
 INITIALISATIONS = {
     "tanh, PyTorch default": dict(activation=torch.nn.Tanh),
     "tanh, σ = 1": dict(activation=torch.nn.Tanh, std=1.0),
+    "tanh, σ = 5/3 (calculate_gain)": dict(activation=torch.nn.Tanh, std=5 / 3),
     "relu, PyTorch default": dict(activation=torch.nn.ReLU),
     "relu, σ = √2": dict(activation=torch.nn.ReLU, std=math.sqrt(2)),
     "relu, σ = 1.5·√2": dict(activation=torch.nn.ReLU, std=1.5 * math.sqrt(2)),

@@ -468,7 +468,22 @@ CORRECTIONS = [
                                  "gradient of the fixed loss, norm: 1.1127"),
     ("12_gradients_in_practice", "layer_norm(3h) == layer_norm(h): True\nits gradient with "
                                  "respect to 3h is a third of that with respect to h: True"),
+    # PyTorch's gain for tanh: a steady forward spread, a gradient that grows downwards
+    ("12_gradients_in_practice", "calculate_gain('tanh') = 1.6667 (5/3 = 1.6667); "
+                                 "calculate_gain('relu') = 1.4142 (√2)"),
+    ("12_gradients_in_practice", "tanh, σ = 1 (LeCun)            0.62, 0.17, 0.11               "
+                                 "0.18 (x0.94 per block)\ntanh, σ = 5/3 (PyTorch's gain) 0.75, "
+                                 "0.64, 0.65               17 (x1.10 per block)"),
     ("12_gradients_in_practice", "clip_grad_norm_(max_norm=1.0):  norm 1.0000, angle 0.00°"),
+    # clip_grad_norm_ always multiplies (by 1 under the limit); an inf becomes nan
+    ("12_gradients_in_practice", "under max_norm  returned 0.559  .grad tensor([ 0.2500, -0.5000,"
+                                 "  0.0000]), written: True, values unchanged: True"),
+    ("12_gradients_in_practice", "with an inf     returned inf    .grad tensor([nan, -0., 0.]), "
+                                 "written: True, values unchanged: False"),
+    ("12_gradients_in_practice", "clip_grad_value_(clip_value=1.0) of [inf, -4.0, nan]: "
+                                 "tensor([ 1., -1., nan])"),
+    ("12_gradients_in_practice", "clip_or_skip on [inf, -4.0, 0.0]: step False, "
+                                 ".grad tensor([inf, -4.,  0.])"),
     ("12_gradients_in_practice", "0.4 x smallest subnormal  2.3842e-08 -> float16 0.0000e+00  "
                                  "(relative error 100.0%)"),
     ("12_gradients_in_practice", "softmax(out)                 bfloat16"),

@@ -13,8 +13,8 @@ this module holds what it repeats or what would hide them:
   parameters whose ``.grad`` is not finite;
 - **depth**: :func:`deep_net` builds a deep stack of blocks (a ``Linear``, optionally a
   ``LayerNorm`` before it and a residual connection around it), :func:`gradient_norms`
-  measures the gradient reaching each block and each block's weight gradient, and
-  :func:`plot_gradient_norms` draws them;
+  measures the gradient reaching each block, each block's weight gradient and the spread of
+  each block's output, and :func:`plot_gradient_norms` draws them;
 - **clipping**: :func:`flat_gradient`, :func:`gradient_norm`, and :func:`angle` (in degrees)
   between two gradients;
 - **precision**: :func:`precision_table` (the ranges of float32, float16 and bfloat16),
@@ -274,10 +274,12 @@ def deep_net(depth: int, width: int, activation: type[torch.nn.Module], *,
 class Norms:
     """Per block, from the input side (block 1) to the output side: ``signal``, the norm of
     the gradient of the loss with respect to the block's output; ``weight``, the norm of its
-    ``Linear`` layer's weight gradient."""
+    ``Linear`` layer's weight gradient; ``activation``, the standard deviation of the block's
+    output in the forward pass (all its entries, over the batch)."""
 
     signal: list[float]
     weight: list[float]
+    activation: list[float]
 
 
 def gradient_norms(net: torch.nn.Sequential, x: torch.Tensor, target: torch.Tensor) -> Norms:
@@ -289,19 +291,23 @@ def gradient_norms(net: torch.nn.Sequential, x: torch.Tensor, target: torch.Tens
     >>> import torch
     >>> net = deep_net(2, 4, torch.nn.Tanh, std=1.0)
     >>> norms = gradient_norms(net, torch.ones(3, 4), torch.zeros(3, 4))
-    >>> len(norms.signal), len(norms.weight), net[0].linear.weight.grad is None
-    (2, 2, True)
+    >>> len(norms.signal), len(norms.weight), len(norms.activation)
+    (2, 2, 2)
+    >>> net[0].linear.weight.grad is None
+    True
     """
     net.zero_grad(set_to_none=True)
     signal: list[float] = [0.0] * len(net)
+    activation: list[float] = []
     h = x
     for i, block in enumerate(net):
         h = block(h)
+        activation.append(h.detach().std().item())
         h.register_hook(lambda grad, i=i: signal.__setitem__(i, grad.norm().item()))
     torch.nn.functional.mse_loss(h, target).backward()
     weight = [block.linear.weight.grad.norm().item() for block in net]
     net.zero_grad(set_to_none=True)
-    return Norms(signal, weight)
+    return Norms(signal, weight, activation)
 
 
 def plot_gradient_norms(panels: Mapping[str, Mapping[str, Sequence[float]]], *,
@@ -333,8 +339,9 @@ def flat_gradient(parameters: Iterable[torch.Tensor]) -> torch.Tensor:
 
 
 def gradient_norm(parameters: Iterable[torch.Tensor]) -> float:
-    """The 2-norm of the ``.grad`` of all ``parameters`` together, as one vector (what
-    ``clip_grad_norm_`` computes and returns).
+    """The 2-norm of the ``.grad`` of all ``parameters`` together, as one vector: what
+    ``clip_grad_norm_`` returns, up to rounding (it takes the 2-norm of the per-tensor
+    norms, which is the same number).
 
     >>> import torch
     >>> p = torch.nn.Parameter(torch.zeros(2))
