@@ -290,6 +290,55 @@ def test_scan_flags_what_reaches_past_the_answer(tampering, named):
     assert findings and any(named in str(f) for f in findings), findings
 
 
+AUTOGRAD = ("autograd",)
+
+
+@pytest.mark.parametrize(("uses", "named"), [
+    ("with torch.enable_grad():\n    y = f(x)", "torch.enable_grad"),
+    ("torch.set_grad_enabled(True)", "torch.set_grad_enabled"),
+    ("torch._C._set_grad_enabled(True)", "_set_grad_enabled"),
+    ("loss = f(x)\nloss.backward()", "loss.backward"),
+    ("(g,) = torch.autograd.grad(y, [x])", "torch.autograd.grad"),
+    ("J = torch.autograd.functional.jacobian(f, x)", "torch.autograd.functional.jacobian"),
+    ("x = x.detach().requires_grad_()", "requires_grad_"),
+    ("w = torch.zeros(3, requires_grad=True)", "requires_grad=True"),
+    ("x.requires_grad = True", "x.requires_grad = True"),
+    ("p = torch.nn.Parameter(w)", "torch.nn.Parameter"),
+    ("class Act(torch.autograd.Function):\n    pass", "class Act(torch.autograd.Function)"),
+    ("from torch.autograd import Function\nclass Act(Function):\n    pass", "class Act"),
+    ("from torch.func import grad\ndf = grad(f)", "from torch.func import grad"),
+    ("df = torch.func.grad(f)(x)", "torch.func.grad"),
+    ("import functorch", "import functorch"),
+    ("from torch import enable_grad\nwith enable_grad():\n    pass", "enable_grad"),
+    ("from torch import autograd\nautograd.grad(y, x)", "autograd"),
+    ("%%time\nloss.backward()", "loss.backward"),
+])
+def test_scan_flags_autograd_where_the_question_forbids_it(uses, named):
+    findings = scan.scan_source(uses, "q1_by_hand", PROTECTED, AUTOGRAD)
+    assert any(named in str(f) and "forbids" in str(f) for f in findings), findings
+    # the same code where the question does not forbid autograd: nothing to flag
+    assert scan.scan_source(uses, "q1", PROTECTED) == []
+
+
+def test_scan_leaves_a_backward_by_hand_alone():
+    by_hand = ("def backward(x, w, grad_out):\n"
+               "    with torch.no_grad():\n"
+               "        d = grad_out @ w\n"
+               "    g = x.T @ grad_out\n"
+               "    return d, g.sum(dim=0, keepdim=True), torch.zeros_like(w).requires_grad\n")
+    assert scan.scan_source(by_hand, "q1", PROTECTED, AUTOGRAD) == []
+
+
+def test_scan_reads_what_a_question_forbids_from_the_course_only():
+    cells = [nbformat.v4.new_code_cell("", metadata={
+        "nbgrader": {"grade_id": gid, "solution": True},
+        "autograd_course": {"forbids": forbids}}) for gid, forbids in (
+            ("q1_a", ["autograd"]), ("q2_b", []), ("q3_c", ["autograd", "unknown"]),
+            ("q4_d", "autograd"))]
+    course = nbformat.v4.new_notebook(cells=cells)
+    assert scan.forbidden(course) == {"q1_a": AUTOGRAD, "q3_c": AUTOGRAD}
+
+
 # -- what surrounds the kernel: pages people see, records, the grader's time -----------------
 
 

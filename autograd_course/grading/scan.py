@@ -11,7 +11,16 @@ docs/design.md#autograd_coursegradingscanpy. Rules:
   values; hooking into how results are shown or judged; acting outside the notebook (signals,
   databases, paths that leave the working folder, code built at run time);
 - honest notebooks are not flagged: displaying, plotting, magics such as ``%matplotlib``,
-  ``%pip`` and ``!ls``, importing ``gc`` or ``inspect`` for ordinary use.
+  ``%pip`` and ``!ls``, importing ``gc`` or ``inspect`` for ordinary use;
+- what a question's prompt forbids is flagged in that question's answer cell only: the course
+  marks the solution cell (``"autograd_course": {"forbids": ["autograd"]}`` in its metadata,
+  which nbgrader keeps in release/), and :func:`forbidden` reads the marks from the course's
+  notebook, never from the submission. ``"autograd"`` (:data:`FORBIDDABLE`): a backward asked
+  for by hand, which the tests call with autograd off; switching it back on or differentiating
+  with it (``enable_grad``, ``.backward()``, ``torch.autograd``, ``torch.func``, a ``Function``
+  of the answer's own, ``requires_grad_``) can still give right values, which no value check
+  tells apart. A method of the answer's own named ``backward`` is flagged too: the reviewer
+  tells.
 """
 
 from __future__ import annotations
@@ -45,6 +54,17 @@ INTROSPECTION_ATTRIBUTES = {"__code__", "__globals__", "__closure__", "cell_cont
 HISTORY_NAMES = {"In", "Out", "_ih", "_oh", "_i", "_ii", "_iii", "__builtins__"}
 DYNAMIC_CALLS = {"exec", "eval", "compile", "__import__", "breakpoint"}
 ATTRIBUTE_CALLS = {"setattr", "delattr"}
+#: What a question's prompt may forbid in its answer (the names a solution cell's
+#: ``metadata["autograd_course"]["forbids"]`` may list), and what that covers.
+FORBIDDABLE = {"autograd": "autograd (a backward asked for by hand)"}
+#: Attributes (anywhere in a chain: ``torch.enable_grad``, ``loss.backward``) whose use records,
+#: differentiates or switches autograd back on; the bare names among them are what
+#: ``from torch import ...`` binds. ``torch.func`` is found by its module.
+AUTOGRAD_ATTRIBUTES = {"enable_grad", "set_grad_enabled", "_set_grad_enabled", "backward",
+                       "requires_grad_", "autograd", "Parameter"}
+AUTOGRAD_NAMES = {"enable_grad", "set_grad_enabled", "_set_grad_enabled", "autograd",
+                  "functorch"}
+AUTOGRAD_MODULES = ("torch.autograd", "torch.func", "functorch")
 #: The longest cell the scan reads, in characters; a longer one is a finding itself.
 MAX_SOURCE = 200_000
 #: What a cell the scan cannot read (Python's parser or the scan's own recursion gives up).
@@ -90,9 +110,11 @@ def _leaves_folder(path: str) -> bool:
 
 
 class _Visitor(ast.NodeVisitor):
-    def __init__(self, cell: str, protected_names: dict[str, str]):
+    def __init__(self, cell: str, protected_names: dict[str, str],
+                 forbids: tuple[str, ...] = ()):
         self.cell = cell
         self.protected_names = protected_names
+        self.forbids = forbids
         self.findings: list[Finding] = []
 
     def flag(self, node: ast.AST, what: str) -> None:
@@ -193,16 +215,103 @@ class _Visitor(ast.NodeVisitor):
                 node.args) > 2 and isinstance(node.args[2], ast.Constant):
             body = node.args[2].value  # a cell magic's body is code too (%%time, %%capture)
             if isinstance(body, str):
-                self.findings.extend(scan_source(body, self.cell, self.protected_names))
+                self.findings.extend(scan_source(body, self.cell, self.protected_names,
+                                                 self.forbids))
         self.generic_visit(node)
 
 
-def scan_source(source: str, cell: str, protected_names: dict[str, str] | None = None
-                ) -> list[Finding]:
+def _snippet(node: ast.AST) -> str:
+    if isinstance(node, ast.ClassDef):
+        return f"class {node.name}({', '.join(_dotted(b) for b in node.bases)})"
+    text = _dotted(node).splitlines()[0]
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+def _chain_uses_autograd(node: ast.Attribute) -> bool:
+    """Whether an attribute chain (``torch.autograd.grad``, ``x.requires_grad_``) names one."""
+    while isinstance(node, ast.Attribute):
+        if node.attr in AUTOGRAD_ATTRIBUTES or (
+                node.attr == "func" and isinstance(node.value, ast.Name)
+                and node.value.id == "torch"):
+            return True
+        node = node.value
+    return isinstance(node, ast.Name) and node.id in AUTOGRAD_NAMES
+
+
+def _imports_autograd(node: ast.Import | ast.ImportFrom) -> bool:
+    if isinstance(node, ast.Import):
+        modules = [alias.name for alias in node.names]
+    else:
+        module = node.module or ""
+        modules = [module] + [f"{module}.{alias.name}" for alias in node.names]
+        if module.startswith("torch") and any(
+                alias.name in AUTOGRAD_ATTRIBUTES | AUTOGRAD_NAMES | {"func"}
+                for alias in node.names):
+            return True
+    return any(m == a or m.startswith(a + ".") for m in modules for a in AUTOGRAD_MODULES)
+
+
+def _uses_autograd(node: ast.AST) -> bool:
+    """Whether this node records, differentiates or switches autograd back on."""
+    if isinstance(node, ast.Attribute):
+        return _chain_uses_autograd(node)
+    if isinstance(node, ast.Name):
+        return isinstance(node.ctx, ast.Load) and node.id in AUTOGRAD_NAMES
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        return _imports_autograd(node)
+    if isinstance(node, ast.ClassDef):  # a torch.autograd.Function of the answer's own
+        return any(_dotted(base).split(".")[-1] == "Function" for base in node.bases)
+    if isinstance(node, ast.keyword):  # torch.zeros(..., requires_grad=True)
+        return node.arg == "requires_grad" and not (
+            isinstance(node.value, ast.Constant) and not node.value.value)
+    if isinstance(node, ast.Assign | ast.AugAssign):  # t.requires_grad = True
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return any(isinstance(t, ast.Attribute) and t.attr == "requires_grad"
+                   for t in targets)
+    return False
+
+
+def _autograd_findings(tree: ast.AST, cell: str) -> list[Finding]:
+    """The uses of autograd in a cell whose question forbids it: one per line, the
+    outermost construct (ast.walk visits a node before its parts)."""
+    found: dict[int, Finding] = {}
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", None)
+        if line is not None and line not in found and _uses_autograd(node):
+            shown = (f"requires_grad={_dotted(node.value)}" if isinstance(node, ast.keyword)
+                     else _snippet(node))
+            found[line] = Finding(cell, line, "uses autograd, which this question's prompt "
+                                  f"forbids: {shown}")
+    return [found[line] for line in sorted(found)]
+
+
+def forbidden(course) -> dict[str, tuple[str, ...]]:
+    """What each question's prompt forbids in its answer, by the grade id of the answer
+    (solution) cell: the names of :data:`FORBIDDABLE` that the cell's
+    ``metadata["autograd_course"]["forbids"]`` lists. ``course`` is the course's own notebook
+    (release/'s student version), never the submission, whose metadata the student writes;
+    other names are left out (tests/test_flagged_answers.py holds the notebooks to known
+    names)."""
+    found = {}
+    for cell in course.cells:
+        meta = cell.get("metadata", {})
+        ours, nbgrader = meta.get("autograd_course"), meta.get("nbgrader")
+        if not (isinstance(ours, dict) and isinstance(nbgrader, dict)):
+            continue
+        names = ours.get("forbids", [])
+        names = tuple(n for n in names if n in FORBIDDABLE) if isinstance(names, list) else ()
+        if names and isinstance(nbgrader.get("grade_id"), str):
+            found[nbgrader["grade_id"]] = names
+    return found
+
+
+def scan_source(source: str, cell: str, protected_names: dict[str, str] | None = None,
+                forbids: tuple[str, ...] = ()) -> list[Finding]:
     """Return the findings in one cell's source (IPython syntax allowed).
 
     ``protected_names`` maps the names the tests use (bound by the locked cells) to what
     they were imported from; re-importing the same thing is fine, rebinding it is flagged.
+    ``forbids``: what the question of this answer cell forbids (:func:`forbidden`), flagged too.
     """
     if len(source) > MAX_SOURCE:
         return [Finding(cell, 1, f"a cell of {len(source):,} characters, more than the scan "
@@ -213,9 +322,11 @@ def scan_source(source: str, cell: str, protected_names: dict[str, str] | None =
         return []  # code that does not parse does nothing; it fails on its own
     except (RecursionError, MemoryError):
         return [Finding(cell, 1, TOO_DEEP)]
-    visitor = _Visitor(cell, dict(protected_names or {}))
+    visitor = _Visitor(cell, dict(protected_names or {}), tuple(forbids))
     try:
         visitor.visit(tree)
+        if "autograd" in forbids:
+            visitor.findings += _autograd_findings(tree, cell)
     except (RecursionError, MemoryError):
         return [*visitor.findings, Finding(cell, 1, TOO_DEEP)]
     return visitor.findings

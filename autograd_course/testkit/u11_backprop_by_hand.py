@@ -5,7 +5,9 @@ chain saves.
 :data:`WRONG` holds the wrong answers with the diagnosis each must get; :data:`RIGHT` correct
 answers in other styles than the reference (einsum, layer norm's backward step by step,
 ``sum_to_size``, ``index_add_``, one-hot products, ``scatter_add_``, loops...), each worth
-full marks.
+full marks; :data:`FLAGGED` answers that get right values with the autograd that questions 1
+to 3 forbid: they keep the points, and the code scan flags them for a reviewer
+(tests/test_flagged_answers.py).
 """
 
 from __future__ import annotations
@@ -98,14 +100,18 @@ _RIGHT_SAVED = {"x": True, "Wt": False, "z": False, "h": True, "s": True, "q": F
                 "e": True, "t": True}
 
 
-def _predict(shapes: str = '{"Wt": (5, 3), "s": (8, 1), "b": (3,)}', **saved: object) -> str:
+def _predict(**saved: object) -> str:
     """Question 4's answer with some predictions changed."""
-    values = {**_RIGHT_SAVED, **saved}
-    return _SAVED.format(**values) + f"\ngrad_shapes = {shapes}"
+    return _SAVED.format(**{**_RIGHT_SAVED, **saved})
 
 
-#: Words that would name one of question 4's predictions in the judge's message.
-_NAMES_A_PREDICTION = ["'x'", "'Wt'", "'h'", "'e'", "saved x", "saved Wt", "shape s"]
+def _shapes(shapes: str = '{"Wt": (5, 3), "s": (8, 1), "b": (3,)}') -> str:
+    """Question 5's answer."""
+    return f"grad_shapes = {shapes}"
+
+
+#: Words that would name one of the predictions of questions 4 and 5 in the judge's message.
+_NAMES_A_PREDICTION = ["'x'", "'Wt'", "'h'", "'e'", "'s'", "'b'", "(5, 3)", "(8, 1)", "(3,)"]
 
 _AUTOGRAD = function(_MLP, """
     p = {k: v.detach().clone().requires_grad_(True) for k, v in params.items()}
@@ -155,7 +161,7 @@ WRONG: dict[str, list[Wrong]] = {
             _AUTOGRAD,
             "autograd",
             ["uses autograd", "by hand"],
-            breaks="Write every step of the backward by hand",
+            breaks="do not call autograd in your function: no `backward()`",
         ),
         wrong(
             "autograd switched back on with torch.enable_grad()",
@@ -167,7 +173,7 @@ WRONG: dict[str, list[Wrong]] = {
                 """),
             "slope_one",
             ["slope was taken as 1", "act_grad(z)"],
-            breaks="autograd's derivative of `act` is not its true one",
+            breaks="plain autograd through `act` sees a slope of 1 and gets wrong gradients",
         ),
         wrong(
             "torch.func.grad of mlp_loss",
@@ -176,7 +182,7 @@ WRONG: dict[str, list[Wrong]] = {
                 """),
             "slope_one",
             ["slope was taken as 1"],
-            breaks="autograd's derivative of `act` is not its true one",
+            breaks="plain autograd through `act` sees a slope of 1 and gets wrong gradients",
         ),
         wrong(
             "the loss summed, not averaged: no 1/N",
@@ -330,7 +336,7 @@ WRONG: dict[str, list[Wrong]] = {
                 """),
             "autograd",
             ["uses autograd"],
-            breaks="Write it by hand: the tests call it with autograd switched off.",
+            breaks="Write it by hand, without autograd",
         ),
         wrong(
             "sum(dim=()) where nothing is to be summed: it sums everything",
@@ -353,6 +359,21 @@ return grad.sum(dim=stretched, keepdim=True)
 """),
             "summed_all",
             ["summed over every dimension", "dim=()"],
+        ),
+        wrong(
+            "sum(dim=[], keepdim=True) then reshape: a single number to reshape",
+            function(_BROADCAST, """
+                def reduce(grad, shape):
+                    lead = grad.dim() - len(shape)
+                    dims = list(range(lead)) + [lead + i for i, n in enumerate(shape)
+                                                if n == 1 and grad.shape[lead + i] != 1]
+                    return grad.sum(dim=dims, keepdim=True).reshape(shape)
+
+                return reduce(grad_y * g, x.shape), reduce(grad_y * x, g.shape), reduce(
+                    grad_y, b.shape)
+                """),
+            "summed_all",
+            ["sums over EVERY dimension", "t.sum(dim=[])", "keep the tensor as it is"],
         ),
         wrong(
             "keepdim lost",
@@ -431,7 +452,20 @@ return grad.sum(dim=stretched, keepdim=True) if stretched else grad
                        "back_to(grad_y.double() * x.double(), g), back_to(grad_y.double(), "
                        "b)"),
             "dtype",
-            ["instead of torch.float32"],
+            ["must have the inputs' dtype, torch.float32 here", ".double()"],
+            not_says=["default"],
+            breaks="each of its tensor's shape and dtype",
+        ),
+        wrong(
+            "float32 zeros added into, for float64 inputs",
+            _broadcast("""
+out = torch.zeros(like.shape)
+out += grad.sum_to_size(like.shape)
+return out
+"""),
+            "dtype",
+            ["must have the inputs' dtype, torch.float64 here", "PyTorch's default",
+             "dtype=grad_y.dtype"],
             breaks="each of its tensor's shape and dtype",
         ),
         wrong("a list of two", _broadcast(_SUM_BACK, "[back_to(grad_y * g, x), "
@@ -464,7 +498,7 @@ return grad.sum(dim=stretched, keepdim=True) if stretched else grad
                 """),
             "autograd",
             ["uses autograd"],
-            breaks="Write it by hand: the tests call it with autograd switched off.",
+            breaks="Write it by hand, without autograd",
         ),
         wrong(
             "an assignment: repeated indices keep one gradient",
@@ -493,21 +527,37 @@ return grad.sum(dim=stretched, keepdim=True) if stretched else grad
         wrong(
             "the padding row not zeroed",
             _embedding(check="False"),
-            "padding",
-            ["padding row only"],
+            "padding_kept",
+            ["padding row only", "never set to 0"],
+            not_says=["if padding_idx:"],
+            breaks="the row `padding_idx` gets 0",
+        ),
+        wrong(
+            "the padding row zeroed before the rows are added: they land in it again",
+            function(_EMBEDDING, """
+                rows = indices.reshape(-1)
+                grads = grad_out.reshape(rows.numel(), weight_shape[1])
+                grad_weight = grad_out.new_zeros(weight_shape)
+                if padding_idx is not None:
+                    grad_weight[padding_idx] = 0
+                return grad_weight.index_add_(0, rows, grads)
+                """),
+            "padding_kept",
+            ["set to 0 before the rows were added", "put the padding positions' gradients back"],
+            not_says=["if padding_idx:"],
             breaks="the row `padding_idx` gets 0",
         ),
         wrong(
             "if padding_idx: skips the padding index 0",
             _embedding(check="padding_idx"),
-            "padding",
+            "padding_zero",
             ["padding_idx = 0 is a padding index too", "is not None"],
             breaks="the row `padding_idx` gets 0",
         ),
         wrong(
             "a negative padding_idx compared with the indices as it is",
             _embedding(keep="rows != padding_idx"),
-            "padding",
+            "padding_negative",
             ["counts from the end"],
             breaks="a negative `padding_idx` counts from the end",
         ),
@@ -529,6 +579,14 @@ return grad.sum(dim=stretched, keepdim=True) if stretched else grad
             _embedding(zeros="torch.zeros(weight_shape)"),
             "dtype",
             ["grad_out.new_zeros"],
+            breaks="of grad_out's dtype",
+        ),
+        wrong(
+            "float64 zeros whatever grad_out's dtype",
+            _embedding(zeros="torch.zeros(weight_shape, dtype=torch.float64)",
+                       add="grad_weight.index_put_((rows,), grads.double(), accumulate=True)"),
+            "dtype",
+            ["has dtype torch.float64, grad_out has torch.float32", "grad_out.new_zeros"],
             breaks="of grad_out's dtype",
         ),
         wrong(
@@ -580,7 +638,8 @@ return grad.sum(dim=stretched, keepdim=True) if stretched else grad
                     answer = value
                 return answer
                 """),
-            ("values", "padding", "assignment", "mean", "zero", "none_padding", "sign",
+            ("values", "padding", "padding_kept", "padding_zero", "padding_negative",
+             "assignment", "mean", "zero", "none_padding", "sign",
              "factor", "fraction"),
             hidden_only="hard-coded",
         ),
@@ -591,8 +650,7 @@ return grad.sum(dim=stretched, keepdim=True) if stretched else grad
             "the matrix product thought to save both factors",
             _predict(Wt=True),
             "predictions",
-            ["1 of the 11 predictions in saved and grad_shapes is wrong",
-             "does not say which"],
+            ["1 of the 8 predictions in saved is wrong", "does not say which"],
             not_says=_NAMES_A_PREDICTION,
             hidden_only="prediction",
         ),
@@ -600,7 +658,7 @@ return grad.sum(dim=stretched, keepdim=True) if stretched else grad
             "tanh and exp thought to save their inputs",
             _predict(z=True, q=True, e=False),
             "predictions",
-            ["3 of the 11 predictions"],
+            ["3 of the 8 predictions"],
             not_says=_NAMES_A_PREDICTION,
             hidden_only="prediction",
         ),
@@ -608,7 +666,7 @@ return grad.sum(dim=stretched, keepdim=True) if stretched else grad
             "the product with a constant thought to save e, not t",
             _predict(t=False),
             "predictions",
-            ["1 of the 11 predictions"],
+            ["1 of the 8 predictions"],
             not_says=_NAMES_A_PREDICTION,
             hidden_only="prediction",
         ),
@@ -616,31 +674,45 @@ return grad.sum(dim=stretched, keepdim=True) if stretched else grad
             "everything saved",
             _predict(Wt=True, z=True, q=True),
             "predictions",
-            ["3 of the 11 predictions"],
+            ["3 of the 8 predictions"],
             not_says=_NAMES_A_PREDICTION,
             hidden_only="prediction",
         ),
+        wrong("a key missing", _predict().replace(', "t": True', ""), "shape",
+              ["the keys"]),
+        wrong("a list", 'saved = [True, False, False, True, True, False, True, True]', "shape",
+              ["should be a dict"]),
+        wrong("yes and no", _predict(x='"yes"'), "type", ["True or False"]),
+    ],
+    "q5_predict_shapes": [
+        wrong("left blank", _STUB, "blank", ["NotImplementedError"]),
         wrong(
             "s's gradient thought to have the broadcast shape, b's the batch's",
-            _predict('{"Wt": (5, 3), "s": (8, 3), "b": (8, 3)}'),
+            _shapes('{"Wt": (5, 3), "s": (8, 3), "b": (8, 3)}'),
             "predictions",
-            ["2 of the 11 predictions"],
+            ["2 of the 3 predictions in grad_shapes are wrong", "does not say which"],
             not_says=_NAMES_A_PREDICTION,
             hidden_only="prediction",
         ),
         wrong(
             "Wt's gradient given W's shape",
-            _predict('{"Wt": (3, 5), "s": (8, 1), "b": (3,)}'),
+            _shapes('{"Wt": (3, 5), "s": (8, 1), "b": (3,)}'),
             "predictions",
-            ["1 of the 11 predictions"],
+            ["1 of the 3 predictions"],
             not_says=_NAMES_A_PREDICTION,
             hidden_only="prediction",
         ),
-        wrong("shapes as lists", _predict('{"Wt": [5, 3], "s": [8, 1], "b": [3]}'), "type",
+        wrong(
+            "s's summed dimension dropped",
+            _shapes('{"Wt": (5, 3), "s": (8,), "b": (3,)}'),
+            "predictions",
+            ["1 of the 3 predictions"],
+            not_says=_NAMES_A_PREDICTION,
+            hidden_only="prediction",
+        ),
+        wrong("shapes as lists", _shapes('{"Wt": [5, 3], "s": [8, 1], "b": [3]}'), "type",
               ["tuple of ints"]),
-        wrong("a key missing", _predict().replace(', "t": True', ""), "shape",
-              ["the keys"]),
-        wrong("yes and no", _predict(x='"yes"'), "type", ["True or False"]),
+        wrong("a key missing", _shapes('{"Wt": (5, 3), "s": (8, 1)}'), "shape", ["the keys"]),
     ],
 }
 
@@ -682,28 +754,6 @@ def mlp_backward(params, x, y, act, act_grad):
         "gamma": (d_u * normed).sum(0), "beta": d_u.sum(0),
         "W3": torch.einsum("nc,nh->ch", d_logits, u), "b3": d_logits.sum(0),
     }
-""",
-        ),
-        (
-            "torch.func.vjp of each step, the activation's step by act_grad",
-            """\
-def mlp_backward(params, x, y, act, act_grad):
-    # no autograd through act: each step's vjp from torch.func, except the activation's
-    from torch.func import vjp
-    F = torch.nn.functional
-    z, back1 = vjp(lambda W, b: x @ W.T + b, params["W1"], params["b1"])
-    h = act(z)
-    r, back2 = vjp(lambda z_, h_, W, b: z_ + h_ @ W.T + b, z, h, params["W2"], params["b2"])
-    u, back3 = vjp(lambda r_, g, b: F.layer_norm(r_, r_.shape[-1:], g, b, eps=1e-5), r,
-                   params["gamma"], params["beta"])
-    loss, back4 = vjp(lambda u_, W, b: F.cross_entropy(u_ @ W.T + b, y), u, params["W3"],
-                      params["b3"])
-    d_u, d_W3, d_b3 = back4(torch.ones_like(loss))
-    d_r, d_gamma, d_beta = back3(d_u)
-    d_z, d_h, d_W2, d_b2 = back2(d_r)
-    d_W1, d_b1 = back1(d_z + d_h * act_grad(z))
-    return {"W1": d_W1, "b1": d_b1, "W2": d_W2, "b2": d_b2, "gamma": d_gamma,
-            "beta": d_beta, "W3": d_W3, "b3": d_b3}
 """,
         ),
     ],
@@ -797,11 +847,104 @@ def embedding_backward(indices, weight_shape, grad_out, padding_idx):
 """,
         ),
     ],
-    "q4_predict_saved": [
+    "q5_predict_shapes": [
         (
             "shapes as torch.Size",
-            _SAVED.format(**_RIGHT_SAVED) + '\ngrad_shapes = {"Wt": torch.Size([5, 3]), '
-            '"s": torch.Size([8, 1]), "b": torch.Size([3])}',
+            'grad_shapes = {"Wt": torch.Size([5, 3]), "s": torch.Size([8, 1]), '
+            '"b": torch.Size([3])}',
+        ),
+    ],
+}
+
+#: Answers that get right values with the autograd that questions 1 to 3 forbid ("do not call
+#: autograd"): no test of values tells them apart, so each gets the question's points from the
+#: judge, and the code scan flags its answer cell for a reviewer (grading/scan.py).
+FLAGGED: dict[str, list[tuple[str, str]]] = {
+    "q1_mlp_backward": [
+        (
+            "autograd switched back on, with an activation whose autograd slope is act_grad",
+            """\
+def mlp_backward(params, x, y, act, act_grad):
+    def true_act(z):  # act's value, and act_grad as its slope for autograd
+        return act(z).detach() + (z - z.detach()) * act_grad(z).detach()
+
+    with torch.enable_grad():
+        p = {k: v.detach().clone().requires_grad_(True) for k, v in params.items()}
+        mlp_loss(p, x, y, true_act).backward()
+    return {k: v.grad for k, v in p.items()}
+""",
+        ),
+        (
+            "an autograd Function of its own for the activation, and torch.autograd.grad",
+            """\
+class TrueAct(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, z, act, act_grad):
+        ctx.save_for_backward(z)
+        ctx.act_grad = act_grad
+        return act(z)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (z,) = ctx.saved_tensors
+        return grad * ctx.act_grad(z), None, None
+
+
+def mlp_backward(params, x, y, act, act_grad):
+    with torch.set_grad_enabled(True):
+        p = {k: torch.nn.Parameter(v.detach().clone()) for k, v in params.items()}
+        loss = mlp_loss(p, x, y, lambda z: TrueAct.apply(z, act, act_grad))
+        grads = torch.autograd.grad(loss, list(p.values()))
+    return dict(zip(p, grads))
+""",
+        ),
+        (
+            "torch.func.vjp of each step, the activation's step by act_grad (torch.func)",
+            """\
+def mlp_backward(params, x, y, act, act_grad):
+    # no autograd through act: each step's vjp from torch.func, except the activation's
+    from torch.func import vjp
+    F = torch.nn.functional
+    z, back1 = vjp(lambda W, b: x @ W.T + b, params["W1"], params["b1"])
+    h = act(z)
+    r, back2 = vjp(lambda z_, h_, W, b: z_ + h_ @ W.T + b, z, h, params["W2"], params["b2"])
+    u, back3 = vjp(lambda r_, g, b: F.layer_norm(r_, r_.shape[-1:], g, b, eps=1e-5), r,
+                   params["gamma"], params["beta"])
+    loss, back4 = vjp(lambda u_, W, b: F.cross_entropy(u_ @ W.T + b, y), u, params["W3"],
+                      params["b3"])
+    d_u, d_W3, d_b3 = back4(torch.ones_like(loss))
+    d_r, d_gamma, d_beta = back3(d_u)
+    d_z, d_h, d_W2, d_b2 = back2(d_r)
+    d_W1, d_b1 = back1(d_z + d_h * act_grad(z))
+    return {"W1": d_W1, "b1": d_b1, "W2": d_W2, "b2": d_b2, "gamma": d_gamma,
+            "beta": d_beta, "W3": d_W3, "b3": d_b3}
+""",
+        ),
+    ],
+    "q2_broadcast_backward": [
+        (
+            "autograd switched back on, leaves made with requires_grad=True",
+            """\
+def broadcast_backward(x, g, b, grad_y):
+    with torch.enable_grad():
+        leaves = [torch.tensor(t.tolist(), dtype=t.dtype, requires_grad=True)
+                  for t in (x, g, b)]
+        (leaves[0] * leaves[1] + leaves[2]).backward(grad_y)
+    return tuple(t.grad for t in leaves)
+""",
+        ),
+    ],
+    "q3_embedding_backward": [
+        (
+            "F.embedding's backward, autograd switched back on by torch.func.vjp",
+            """\
+def embedding_backward(indices, weight_shape, grad_out, padding_idx):
+    from torch.func import vjp
+
+    weight = grad_out.new_zeros(weight_shape)
+    _, back = vjp(lambda w: torch.nn.functional.embedding(indices, w, padding_idx), weight)
+    return back(grad_out)[0]
+""",
         ),
     ],
 }

@@ -28,7 +28,16 @@ from autograd_course.grading.boundary.provision import KernelPlan, SandboxedExec
 from autograd_course.grading.containment import contained
 from autograd_course.grading.course import SECRET_FILE, read_secret
 
-from .cells import META, cell_role, course_paths, error_output, grade_id, max_file_bytes, short
+from .cells import (
+    META,
+    cell_role,
+    course_paths,
+    error_output,
+    grade_id,
+    max_file_bytes,
+    release_notebook,
+    short,
+)
 from .cells import notes as notes_of
 
 PASSED = "All tests passed."
@@ -158,7 +167,7 @@ class JudgedExecute(SandboxedExecute):
         notes = notes_of(resources)
         notes += _cap_cells(nb, self.max_cells)
         self._output_bytes, self._output_cut = 0, False
-        flags, flagged = self._scan(nb)
+        flags, flagged = scan_cells(nb, release_notebook(coursedir, assignment, notebook))
         secret = (self.secret or read_secret(coursedir.root)).encode()
         _sweep_once()
         private = _private_paths(coursedir) + [Path(p) for p in self.hide_paths]
@@ -373,29 +382,33 @@ class JudgedExecute(SandboxedExecute):
             return "the kernel died (a crash, os._exit or a signal)"
         return f"grading stopped: {short(exc)}"
 
-    # -- the scan ------------------------------------------------------------------------
-    def _scan(self, nb) -> tuple[list[str], dict[str, list[str]]]:
-        """Flags for review (never a penalty), and the test cells they concern, each with
-        the findings in the answers it tests."""
-        protected: dict[str, str] = {}
-        for cell in nb.cells:
-            if cell_role(cell) == "locked":
-                protected.update(
-                    {k: v for k, v in scan.imported_names(cell.source).items() if "." in v}
-                )
-        flags, flagged, pending = [], {}, []
-        for cell in nb.cells:
-            role = cell_role(cell)
-            if role == "test":
-                if pending:
-                    flagged.setdefault(grade_id(cell), []).extend(str(f) for f in pending)
-                pending = []
-            elif role == "answer":
-                where = grade_id(cell) or f"cell {cell.get('id', '?')}"
-                found = scan.scan_source(cell.source, where, protected)
-                flags += [f"code scan: {f}" for f in found]
-                pending += found
-        return flags, flagged
+
+def scan_cells(nb, course=None) -> tuple[list[str], dict[str, list[str]]]:
+    """The code scan of a submission: flags for review (never a penalty), and the test cells
+    they concern, each with the findings in the answers it tests. ``course``, the notebook's
+    student version in release/ (or None), says what each question forbids in its answer
+    (:func:`..scan.forbidden`)."""
+    forbids = scan.forbidden(course) if course is not None else {}
+    protected: dict[str, str] = {}
+    for cell in nb.cells:
+        if cell_role(cell) == "locked":
+            protected.update(
+                {k: v for k, v in scan.imported_names(cell.source).items() if "." in v}
+            )
+    flags, flagged, pending = [], {}, []
+    for cell in nb.cells:
+        role = cell_role(cell)
+        if role == "test":
+            if pending:
+                flagged.setdefault(grade_id(cell), []).extend(str(f) for f in pending)
+            pending = []
+        elif role == "answer":
+            where = grade_id(cell) or f"cell {cell.get('id', '?')}"
+            found = scan.scan_source(cell.source, where, protected,
+                                     forbids.get(grade_id(cell) or "", ()))
+            flags += [f"code scan: {f}" for f in found]
+            pending += found
+    return flags, flagged
 
 
 def _copy_other_files(resources, config, files: Path) -> list[str]:

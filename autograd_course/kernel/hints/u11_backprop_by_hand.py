@@ -36,20 +36,26 @@ HINTS: dict[str, tuple[str, ...]] = {
         "Start from zeros of weight_shape with grad_out's dtype, and add each position's row "
         "into the row of its index with an operation that accumulates repeated indices "
         "(index_add_, or index_put_ with accumulate=True; dW[indices] += ... keeps only one "
-        "of them). Then the padding row: leave its positions out, or set that row to 0; a "
-        "negative padding_idx names the row V + padding_idx, and padding_idx may be 0, so "
-        "test it against None.",
+        "of them). Then the padding row: leave its positions out, or set that row to 0 once "
+        "the rows are added (before, the adding puts them back); a negative padding_idx "
+        "names the row V + padding_idx, and padding_idx may be 0, so test it against None.",
     ),
     "q4": (
         "Go through the chain one operation at a time and ask two things: which of its "
         "inputs need a gradient (W and b do, and everything computed from them; x and t do "
         "not), and what its backward formula reads to compute those gradients: an input, "
-        "the output, or nothing (an addition or a sum needs no numbers). The shapes follow "
-        "the rule that a gradient has the shape of its tensor.",
+        "the output, or nothing (an addition or a sum needs no numbers).",
         "A matrix product's backward reads the other factor, for each factor that needs a "
         "gradient; tanh and exp compute their derivative from their output; a division "
         "needs both of its inputs when both need a gradient; a product with a constant reads "
         "the constant (only). A tensor that some operation saves is saved, whichever "
         "operation it is.",
+    ),
+    "q5": (
+        "A gradient has the shape of the tensor it is the gradient of, whatever the "
+        "operations after it: write each tensor's shape next to its line of the chain.",
+        "Wt is W.T, so its shape is W's, transposed. s is a sum over dim 1 with "
+        "keepdim=True: the summed dimension stays, with size 1. b was broadcast over the "
+        "batch in z = x @ Wt + b, but its gradient is summed back to b's own shape.",
     ),
 }
