@@ -255,6 +255,7 @@ PROTECTED = {"check_tensor": "autograd_course.kernel.checks.check_tensor"}
     "%pip install torch\n!ls\nimport gc, inspect\ngc.collect()\ninspect.signature(len)",
     "rows = torch.stack([a, b])\nwith open('data.csv') as f:\n    pass",
     "for module in model.modules():\n    print(module)",
+    "import os as o\nlayer = model.fc\nlayer.weight = w\nt = torch.zeros(3)\nt.grad = None",
 ])
 def test_scan_leaves_honest_code_alone(honest):
     assert scan.scan_source(honest, "q1", PROTECTED) == []
@@ -284,6 +285,12 @@ def test_scan_leaves_honest_code_alone(honest):
     ("import importlib\nagent = importlib.import_module('autograd_course.kernel.agent')",
      "import_module"),
     ("import sys\ncost = sys.modules['autograd_course.lab.cost']", "sys.modules"),
+    # through a name the cell binds to a library or a part of one
+    ("import torch.func as t\nt.jvp = lambda *a, **k: None", "t.jvp"),
+    ("F = torch.autograd.Function\nF.apply = staticmethod(f)", "F.apply"),
+    ("from autograd_course import kernel\nkernel.agent.Agent._call = f", "Agent._call"),
+    ("import autograd_course as ac\nac.kernel.agent.Agent._call = f", "Agent._call"),
+    ("from torch import autograd as ag\nag.Function.apply = f", "ag.Function.apply"),
 ])
 def test_scan_flags_what_reaches_past_the_answer(tampering, named):
     findings = scan.scan_source(tampering, "q1", PROTECTED)

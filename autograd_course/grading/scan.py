@@ -115,6 +115,7 @@ class _Visitor(ast.NodeVisitor):
         self.cell = cell
         self.protected_names = protected_names
         self.forbids = forbids
+        self.aliases: dict[str, str] = {}
         self.findings: list[Finding] = []
 
     def flag(self, node: ast.AST, what: str) -> None:
@@ -127,11 +128,17 @@ class _Visitor(ast.NodeVisitor):
         elif isinstance(target, ast.Attribute | ast.Subscript):
             if _dotted(target).startswith(SETTINGS):
                 return
-            if _root_name(target) in LIBRARIES or (
+            if self._library_root(target) or (
                     isinstance(target, ast.Attribute) and target.attr == "__code__"):
                 self.flag(target, f"{verb} {_dotted(target)}")
         elif isinstance(target, ast.Name) and target.id in self.protected_names:
             self.flag(target, f"rebinds the name '{target.id}' that the tests use")
+
+    def _library_root(self, target: ast.AST) -> bool:
+        """Whether ``target`` is reached from a library: by its name, or through a name the
+        cell bound to one (``import torch.func as t``, ``F = torch.autograd.Function``)."""
+        root = _root_name(target)
+        return root is not None and self.aliases.get(root, root).split(".")[0] in LIBRARIES
 
     def visit_Assign(self, node: ast.Assign) -> None:
         for target in node.targets:
@@ -324,12 +331,36 @@ def scan_source(source: str, cell: str, protected_names: dict[str, str] | None =
         return [Finding(cell, 1, TOO_DEEP)]
     visitor = _Visitor(cell, dict(protected_names or {}), tuple(forbids))
     try:
+        visitor.aliases = _aliases(tree)
         visitor.visit(tree)
         if "autograd" in forbids:
             visitor.findings += _autograd_findings(tree, cell)
     except (RecursionError, MemoryError):
         return [*visitor.findings, Finding(cell, 1, TOO_DEEP)]
     return visitor.findings
+
+
+def _aliases(tree: ast.AST) -> dict[str, str]:
+    """The names a cell binds to a library or to a part of one, each with the dotted name it
+    stands for: by importing (``import torch.func as t``, ``from autograd_course import
+    kernel``) or by assigning a dotted name that starts at a library (``F =
+    torch.autograd.Function``), in the cell's order."""
+    aliases: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            module = node.module or "" if isinstance(node, ast.ImportFrom) else ""
+            for alias in node.names:
+                full = f"{module}.{alias.name}" if module else alias.name
+                aliases[alias.asname or alias.name.split(".")[0]] = (
+                    full if alias.asname or module else alias.name.split(".")[0])
+        elif (isinstance(node, ast.Assign) and len(node.targets) == 1
+              and isinstance(node.targets[0], ast.Name)
+              and isinstance(node.value, ast.Attribute | ast.Name)):
+            root = _root_name(node.value)
+            if root is not None:
+                dotted = _dotted(node.value)
+                aliases[node.targets[0].id] = aliases.get(root, root) + dotted[len(root):]
+    return aliases
 
 
 def imported_names(source: str) -> dict[str, str]:
