@@ -319,6 +319,8 @@ AUTOGRAD = ("autograd",)
     ("from torch import enable_grad\nwith enable_grad():\n    pass", "enable_grad"),
     ("from torch import autograd\nautograd.grad(y, x)", "autograd"),
     ("%%time\nloss.backward()", "loss.backward"),
+    ("T = torch\ndf = T.func.grad(f)", "T.func.grad"),
+    ("import torch.func as tf\ndf = tf.grad(f)", "tf.grad"),
 ])
 def test_scan_flags_autograd_where_the_question_forbids_it(uses, named):
     findings = scan.scan_source(uses, "q1_by_hand", PROTECTED, AUTOGRAD)

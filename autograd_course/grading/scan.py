@@ -234,15 +234,21 @@ def _snippet(node: ast.AST) -> str:
     return text if len(text) <= 80 else text[:79] + "…"
 
 
-def _chain_uses_autograd(node: ast.Attribute) -> bool:
-    """Whether an attribute chain (``torch.autograd.grad``, ``x.requires_grad_``) names one."""
+def _chain_uses_autograd(node: ast.Attribute, aliases: dict[str, str]) -> bool:
+    """Whether an attribute chain (``torch.autograd.grad``, ``x.requires_grad_``, ``T.func``
+    where ``T = torch``) names one."""
     while isinstance(node, ast.Attribute):
         if node.attr in AUTOGRAD_ATTRIBUTES or (
                 node.attr == "func" and isinstance(node.value, ast.Name)
-                and node.value.id == "torch"):
+                and aliases.get(node.value.id, node.value.id) == "torch"):
             return True
         node = node.value
-    return isinstance(node, ast.Name) and node.id in AUTOGRAD_NAMES
+    return isinstance(node, ast.Name) and (
+        node.id in AUTOGRAD_NAMES or _in_autograd(aliases.get(node.id, "")))
+
+
+def _in_autograd(dotted: str) -> bool:
+    return any(dotted == m or dotted.startswith(m + ".") for m in AUTOGRAD_MODULES)
 
 
 def _imports_autograd(node: ast.Import | ast.ImportFrom) -> bool:
@@ -258,10 +264,10 @@ def _imports_autograd(node: ast.Import | ast.ImportFrom) -> bool:
     return any(m == a or m.startswith(a + ".") for m in modules for a in AUTOGRAD_MODULES)
 
 
-def _uses_autograd(node: ast.AST) -> bool:
+def _uses_autograd(node: ast.AST, aliases: dict[str, str]) -> bool:
     """Whether this node records, differentiates or switches autograd back on."""
     if isinstance(node, ast.Attribute):
-        return _chain_uses_autograd(node)
+        return _chain_uses_autograd(node, aliases)
     if isinstance(node, ast.Name):
         return isinstance(node.ctx, ast.Load) and node.id in AUTOGRAD_NAMES
     if isinstance(node, ast.Import | ast.ImportFrom):
@@ -278,13 +284,13 @@ def _uses_autograd(node: ast.AST) -> bool:
     return False
 
 
-def _autograd_findings(tree: ast.AST, cell: str) -> list[Finding]:
+def _autograd_findings(tree: ast.AST, cell: str, aliases: dict[str, str]) -> list[Finding]:
     """The uses of autograd in a cell whose question forbids it: one per line, the
     outermost construct (ast.walk visits a node before its parts)."""
     found: dict[int, Finding] = {}
     for node in ast.walk(tree):
         line = getattr(node, "lineno", None)
-        if line is not None and line not in found and _uses_autograd(node):
+        if line is not None and line not in found and _uses_autograd(node, aliases):
             shown = (f"requires_grad={_dotted(node.value)}" if isinstance(node, ast.keyword)
                      else _snippet(node))
             found[line] = Finding(cell, line, "uses autograd, which this question's prompt "
@@ -334,7 +340,7 @@ def scan_source(source: str, cell: str, protected_names: dict[str, str] | None =
         visitor.aliases = _aliases(tree)
         visitor.visit(tree)
         if "autograd" in forbids:
-            visitor.findings += _autograd_findings(tree, cell)
+            visitor.findings += _autograd_findings(tree, cell, visitor.aliases)
     except (RecursionError, MemoryError):
         return [*visitor.findings, Finding(cell, 1, TOO_DEEP)]
     return visitor.findings
