@@ -423,7 +423,10 @@ CORRECTIONS = [
     ("11_backprop_by_hand", "dE[idx] = G                  rows wrong: [1, 4]\n"
                             "dE[idx] += G                 rows wrong: [1, 4]\n"
                             "index_put_(accumulate=True)  rows wrong: []"),
-    # what autograd saves, and what a hand backward keeps, counted
+    # what autograd saves, and what a hand backward keeps, counted: a product saves, for each
+    # factor that needs a gradient, the other factor (D, data, needs none: W is not saved)
+    ("11_backprop_by_hand", "X @ W                            0   W (4, 5), X (6, 4)\n"
+                            "D @ W                            0   D (6, 4)\n"),
     ("11_backprop_by_hand", "X.max(1)                         6   its output (6,) int64\n"
                             "X.amax(1)                        6   X (6, 4), its output (6,)"),
     ("11_backprop_by_hand", "F.layer_norm, autograd:    128 new numbers (mean and r)\n"

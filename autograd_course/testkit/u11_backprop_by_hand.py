@@ -289,8 +289,39 @@ WRONG: dict[str, list[Wrong]] = {
         wrong(
             "layer norm with torch.var, which divides by H - 1",
             _mlp(std="torch.sqrt(r.var(dim=1, keepdim=True) + 1e-5)"),
-            "values",
-            ["wrong values"],
+            "ln_unbiased",
+            ["divides by H - 1", "unbiased=False", "correction=0"],
+            breaks="the variance divides by $H$",
+        ),
+        wrong(
+            "layer norm's variance over H - 1, its backward derived step by step for it",
+            function(_MLP, """
+                p = params
+                H = p["W1"].shape[0]
+                z = x @ p["W1"].T + p["b1"]
+                h = act(z)
+                r = z + h @ p["W2"].T + p["b2"]
+                diff = r - r.mean(1, keepdim=True)
+                var = (diff ** 2).sum(1, keepdim=True) / (H - 1)
+                std = (var + 1e-5) ** 0.5
+                normed = diff / std
+                u = p["gamma"] * normed + p["beta"]
+                logits = u @ p["W3"].T + p["b3"]
+                d_logits = torch.softmax(logits, 1)
+                d_logits[torch.arange(x.shape[0]), y] -= 1
+                d_logits = d_logits / x.shape[0]
+                d_u = d_logits @ p["W3"]
+                d_normed = d_u * p["gamma"]
+                d_std = -(d_normed * diff / std ** 2).sum(1, keepdim=True)
+                d_diff = d_normed / std + d_std / (2 * std) * 2 * diff / (H - 1)
+                d_r = d_diff - d_diff.mean(1, keepdim=True)
+                d_z = d_r + (d_r @ p["W2"]) * act_grad(z)
+                return {"W1": d_z.T @ x, "b1": d_z.sum(0), "W2": d_r.T @ h, "b2": d_r.sum(0),
+                        "gamma": (d_u * normed).sum(0), "beta": d_u.sum(0),
+                        "W3": d_logits.T @ u, "b3": d_logits.sum(0)}
+                """),
+            "ln_unbiased",
+            ["divides by H - 1", "unbiased=False"],
             breaks="the variance divides by $H$",
         ),
         wrong(
@@ -404,6 +435,45 @@ return grad.mean(dim=stretched, keepdim=True) if stretched else grad
 """),
             "mean",
             ["MEAN", "SUM"],
+        ),
+        wrong(
+            "the mean over the dimensions lacking at the front, the sum over those of size 1",
+            _broadcast("""
+while grad.dim() > like.dim():
+    grad = grad.mean(dim=0)
+stretched = [i for i, size in enumerate(like.shape) if size == 1 and grad.shape[i] > 1]
+return grad.sum(dim=stretched, keepdim=True) if stretched else grad
+"""),
+            "mean_leading",
+            ["MEAN over the dimensions the tensor lacks at the front", "SUMS"],
+        ),
+        wrong(
+            "the sum over the dimensions lacking at the front, the mean over those of size 1",
+            _broadcast("""
+while grad.dim() > like.dim():
+    grad = grad.sum(dim=0)
+stretched = [i for i, size in enumerate(like.shape) if size == 1 and grad.shape[i] > 1]
+return grad.mean(dim=stretched, keepdim=True) if stretched else grad
+"""),
+            "mean",
+            ["MEAN over the dimensions along which the tensor was repeated", "SUM"],
+        ),
+        wrong(
+            "the shapes lined up from the left: a tensor's missing dimensions taken at the end",
+            function(_BROADCAST, """
+                def reduce(grad, shape):
+                    padded = tuple(shape) + (1,) * (grad.dim() - len(shape))
+                    for dim, size in enumerate(padded):
+                        if size == 1 and grad.shape[dim] != 1:
+                            grad = grad.sum(dim, keepdim=True)
+                    return grad.reshape(shape)
+
+                return reduce(grad_y * g, x.shape), reduce(grad_y * x, g.shape), reduce(
+                    grad_y, b.shape)
+                """),
+            "left_aligned",
+            ["lined up from the LEFT", "lines them up from the right", "FIRST dimensions"],
+            breaks="their shapes are lined up from the right",
         ),
         wrong(
             "g's gradient without its factor x",
@@ -562,6 +632,35 @@ return out
             breaks="a negative `padding_idx` counts from the end",
         ),
         wrong(
+            "a negative padding_idx taken as the row V + padding_idx - 1",
+            _embedding(keep="rows != (padding_idx if padding_idx >= 0 "
+                       "else weight_shape[0] + padding_idx - 1)"),
+            "padding_negative",
+            ["counts from the end", "the row V + padding_idx", "right with padding_idx="],
+            breaks="a negative `padding_idx` counts from the end",
+        ),
+        wrong(
+            "any negative padding_idx taken as the last row, V - 1",
+            _embedding(keep="rows != (padding_idx if padding_idx >= 0 "
+                       "else weight_shape[0] - 1)"),
+            "padding_negative",
+            ["counts from the end", "the row V + padding_idx", "-2 the row V - 2"],
+            breaks="a negative `padding_idx` counts from the end",
+        ),
+        wrong(
+            "only the first position of each row of indices: indices[:, 0]",
+            function(_EMBEDDING, """
+                grad_weight = grad_out.new_zeros(weight_shape)
+                grad_weight.index_add_(0, indices[:, 0], grad_out[:, 0])
+                if padding_idx is not None:
+                    grad_weight[padding_idx] = 0
+                return grad_weight
+                """),
+            "values",
+            ["wrong values", "flatten indices to one long vector"],
+            not_says=["add up", "assignment"],
+        ),
+        wrong(
             "dW[padding_idx] = 0 with padding_idx None",
             function(_EMBEDDING, """
                 rows = indices.reshape(-1)
@@ -631,6 +730,7 @@ return out
                 known = {0: [[0.0, 0.0, 0.0], [-1.0, -3.0, -1.5], [0.0, 0.0, 0.0],
                              [-1.5, -0.5, 0.5], [1.0, 1.5, -1.5]],
                          -1: [[-0.5, 0.0], [0.0, 0.0], [-2.0, -0.5], [0.0, 0.0]],
+                         -2: [[0.0, 0.5], [0.5, 1.0], [0.0, 0.0], [0.0, 0.0], [-2.5, -1.5]],
                          None: [[-1.0, -0.25], [0.25, 0.5], [0.75, -0.75], [0.0, 0.0]]}
                 answer = torch.zeros(weight_shape, dtype=grad_out.dtype)
                 value = torch.tensor(known.get(padding_idx, [[0.0]]), dtype=grad_out.dtype)

@@ -102,7 +102,8 @@ def mlp_hand(params: Mapping[str, torch.Tensor], x: torch.Tensor, y: torch.Tenso
     h = act(z)
     r = z + h @ p["W2"].T + p["b2"]
     mu = r.mean(-1, keepdim=True)
-    sigma = ((r - mu) ** 2).mean(-1, keepdim=True).add(EPS).sqrt()
+    divisor = r.shape[-1] - 1 if mistake == "ln_unbiased" else r.shape[-1]
+    sigma = ((r - mu) ** 2).sum(-1, keepdim=True).div(divisor).add(EPS).sqrt()
     normed = (r - mu) / sigma
     u = p["gamma"] * normed + p["beta"]
     logits = u @ p["W3"].T + p["b3"]
@@ -148,7 +149,10 @@ def mlp_hand(params: Mapping[str, torch.Tensor], x: torch.Tensor, y: torch.Tenso
 #: The mistakes of question 1 that :func:`mlp_hand` makes, by diagnosis.
 MLP_MISTAKES = ("no_mean", "no_onehot", "gamma_from_r", "gamma_missing", "ln_scale_only",
                 "ln_no_variance", "ln_no_mean", "w2_transposed", "slope_one",
-                "slope_of_output", "no_residual", "bias_mean")
+                "slope_of_output", "no_residual", "bias_mean", "ln_unbiased")
+#: The mistakes of the forward pass among them: told apart by b3's gradient alone, which only
+#: the forward pass sets ((softmax(logits) - onehot) / N, summed), whatever the backward does.
+FORWARD_MISTAKES = ("ln_unbiased",)
 
 
 def mlp_mistakes(params: Mapping[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor,
@@ -156,8 +160,12 @@ def mlp_mistakes(params: Mapping[str, torch.Tensor], x: torch.Tensor, y: torch.T
                  other: tuple[Activation, Activation] | None = None) -> dict[str, Grads]:
     """What the typical mistakes of question 1 give, by diagnosis; with ``other`` (an
     activation and its derivative) also "fixed_act": the network's gradients with ``other``
-    in place of ``act``, as an answer that ignores the activation it is given computes."""
+    in place of ``act``, as an answer that ignores the activation it is given computes. A
+    mistake of the forward pass (:data:`FORWARD_MISTAKES`: layer norm's variance divided by
+    H - 1) gives b3's gradient alone."""
     found = {m: mlp_hand(params, x, y, act, slope, m) for m in MLP_MISTAKES}
+    for m in FORWARD_MISTAKES:
+        found[m] = {"b3": found[m]["b3"]}
     if other is not None:
         found["fixed_act"] = mlp_grads(params, x, y, other[0])
     return found
