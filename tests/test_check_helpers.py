@@ -210,10 +210,14 @@ def test_an_unanswered_question_shows_one_line_in_a_real_kernel(root):
     assert "grad_of(...) is not answered yet" in errors["via run_answer"][0]
     assert "raise NotImplementedError()" in errors["called directly"][0]
     assert "`predicted` is not defined yet" in errors["name not defined"][0]
-    # the learner's own cells, and a bug inside their own function, keep their tracebacks
+    # the learner's own cells keep their tracebacks; a name their function uses that no cell
+    # run defines (a cell skipped, or a name misspelt) is one line naming both ways out
     assert len(errors["the learner's own cell"]) > 1
-    assert len(errors["a test meets that bug"]) > 1
-    assert "undefined_helper" in "\n".join(errors["a test meets that bug"])
+    assert len(errors["a test meets that bug"]) == 1, errors["a test meets that bug"]
+    line = " ".join(errors["a test meets that bug"][0].split())
+    assert line.startswith("NameError: name 'undefined_helper' is not defined, in your "
+                           "function mine (line 2 of your cell ["), line
+    assert "Run All Above Selected Cell" in line and "check its spelling" in line, line
 
 
 class AddBackward0:  # a grad_fn's class: a name that starts with a vowel

@@ -75,9 +75,11 @@ def _not_implemented(label: str) -> NotAnswered:
 
 def _not_defined(name: str | None) -> NotAnswered:
     what = f"`{name}`" if name else "a name this test uses"
-    return NotAnswered(f"{what} is not defined yet: run its answer cell, with your answer in "
-                       "place of the `raise NotImplementedError()` (if that cell fails, fix its "
-                       "error first), and check the spelling of the name.")
+    return NotAnswered(f"{what} is not defined yet: run the cell above that defines it, its "
+                       "answer cell (with your answer in place of the `raise "
+                       "NotImplementedError()`; if that cell fails, fix its error first) or a "
+                       "cell the notebook asks you to run (Run ▸ Run All Above Selected Cell "
+                       "runs them all), and check the spelling of the name.")
 
 
 def _is_the_stub(error: BaseException) -> bool:
