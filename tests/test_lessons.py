@@ -510,6 +510,21 @@ def test_each_correction_is_executed_in_its_lesson(name, shown):
     assert shown in texts
 
 
+@pytest.mark.parametrize("name", ["12_gradients_in_practice"])
+def test_float16_median_error_is_about_a_tenth_and_a_loss_scale_cuts_it_a_hundredfold(name):
+    """Lesson 12's words on its (measured) float16 gradients: "the median relative error is
+    about 10% ... a hundred times and more what is left once the loss is scaled", with margin
+    (a CPU's own float16 kernels move the numbers a little)."""
+    texts = "\n".join(output_texts(read(name)))
+    unscaled = re.search(r"float16 autocast: \d+ zeros that float32 has not, median relative "
+                         r"error ([\d.]+)%", texts)
+    scaled = re.search(r"float16   loss x 2\^16: .* median relative error ([\d.e+-]+)", texts)
+    assert unscaled and scaled, "the lesson's lines moved"
+    median = float(unscaled.group(1)) / 100
+    assert 0.06 <= median <= 0.15, median
+    assert median >= 150 * float(scaled.group(1)), (median, scaled.group(1))
+
+
 def test_an_inference_tensor_joins_a_graph_where_it_need_not_be_saved():
     texts = output_texts(read("04_no_grad"))
     source = "\n".join(c.source for c in code_cells(read("04_no_grad")))

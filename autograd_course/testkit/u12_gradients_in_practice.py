@@ -127,16 +127,20 @@ def _manual(clear: str = "w.grad = b.grad = None", record_before: str = "scales.
 
 BOTH_TERMS = "both terms of the loss and every row of the batch count"
 LIMIT = "its limit where a probability is 0"
-STORED = ("normal", "subnormal", "zero", "subnormal", "subnormal", "normal", "subnormal",
-          "zero", "normal", "overflow", "normal", "subnormal")
-_NAMES_A_CASE = ["case", "stored[", "2e-8", "5e-8", "6e-5", "65536", "3.99"]
+STORED = ("normal", "subnormal", "zero", "subnormal", "subnormal")
+STORED_SCALED = ("subnormal", "normal", "subnormal", "zero", "normal", "overflow", "normal")
+_NAMES_A_CASE = ["case", "stored[", "stored_scaled[", "2e-8", "5e-8", "6e-5", "65536", "3.99"]
 
 
-def _stored(*changes: tuple[int, str]) -> str:
-    kinds = list(STORED)
+def _stored(*changes: tuple[int, str], name: str = "stored") -> str:
+    kinds = list(STORED if name == "stored" else STORED_SCALED)
     for index, kind in changes:
         kinds[index] = kind
-    return f"stored = {tuple(kinds)!r}"
+    return f"{name} = {tuple(kinds)!r}"
+
+
+def _scaled(*changes: tuple[int, str]) -> str:
+    return _stored(*changes, name="stored_scaled")
 
 
 WRONG: dict[str, list[Wrong]] = {
@@ -146,7 +150,7 @@ WRONG: dict[str, list[Wrong]] = {
             "training_step itself",
             function(_STEP, "return training_step(params, x, y, lr, beta)"),
             "nan_entropy",
-            ["from the entropy term", "log_softmax"],
+            ["from the entropy term", "log-probabilities from the logits"],
             breaks=LIMIT,
         ),
         wrong(
@@ -237,6 +241,27 @@ WRONG: dict[str, list[Wrong]] = {
             "no_entropy",
             ["entropy term was left out"],
             breaks=BOTH_TERMS,
+        ),
+        wrong(
+            "the entropy weighted by beta squared",
+            _step(after=_RETURN.replace("beta * entropy", "beta * beta * entropy")),
+            "entropy_weight",
+            ["wrong weight", "beta once"],
+            breaks="$\\beta$ for the entropy",
+        ),
+        wrong(
+            "the entropy weighted by beta / 5",
+            _step(after=_RETURN.replace("beta * entropy", "beta / 5 * entropy")),
+            "entropy_weight",
+            ["wrong weight"],
+            breaks="$\\beta$ for the entropy",
+        ),
+        wrong(
+            "the entropy summed over the rows, the cross-entropy their mean",
+            _step(entropy="-(log_p.exp() * log_p).sum()"),
+            "entropy_summed",
+            ["n times too large", "summed over the rows"],
+            breaks="$1/n$ per row",
         ),
         wrong(
             "the rows with a probability 0 masked out, mean over n",
@@ -436,6 +461,21 @@ WRONG: dict[str, list[Wrong]] = {
             breaks="near 0 too",
         ),
         wrong(
+            "B's first three terms used up to |x| = 0.05",
+            _safe("""
+                near = x.abs() < 0.05
+                far = torch.where(near, 1.0, x)
+                below = torch.where(far < 0, far, -1.0)
+                above = torch.where(far > 0, far, 1.0)
+                value = torch.where(far < 0, below / torch.expm1(below),
+                                    above * torch.exp(-above) / -torch.expm1(-above))
+                return torch.where(near, 1 - x / 2 + x**2 / 12, value)
+                """),
+            "series_too_far",
+            ["a series is used too far from 0", "x**4 / 720"],
+            breaks="near 0 too",
+        ),
+        wrong(
             "the series' first term with the wrong sign at 0",
             _safe("""
                 below = torch.where(x < 0, x, -1.0)
@@ -512,6 +552,35 @@ WRONG: dict[str, list[Wrong]] = {
             "clip_each",
             ["each on its own norm"],
             breaks="clip the unscaled gradients of w and b together",
+        ),
+        wrong(
+            "clip_grad_norm_ with norm_type=inf",
+            _train(clip="torch.nn.utils.clip_grad_norm_([w, b], max_norm, "
+                   "norm_type=float('inf'))"),
+            "clip_inf",
+            ["largest entry", "norm_type=inf"],
+            breaks="the norm of all their entries together",
+        ),
+        wrong(
+            "clip_grad_norm_ with norm_type=1",
+            _train(clip="torch.nn.utils.clip_grad_norm_([w, b], max_norm, norm_type=1.0)"),
+            "values",
+            ["rules 2 to 5"],
+            breaks="the norm of all their entries together",
+        ),
+        wrong(
+            "growth_interval written in: 2, the visible example's",
+            _train().replace("growth_interval=growth_interval", "growth_interval=2"),
+            "interval_ignored",
+            ["as if growth_interval were ignored", "a number written in its place"],
+            breaks="when it reaches `growth_interval`",
+        ),
+        wrong(
+            "growth_interval left out: GradScaler's default",
+            _train().replace(", growth_interval=growth_interval", ""),
+            "interval_ignored",
+            ["GradScaler's default, 2000"],
+            breaks="when it reaches `growth_interval`",
         ),
         wrong(
             "optimizer.step() in place of scaler.step",
@@ -615,13 +684,13 @@ WRONG: dict[str, list[Wrong]] = {
             breaks="divide the gradients by $s$",
         ),
     ],
-    "q4_predict_float16": [
+    "q4_float16_unscaled": [
         wrong("left blank", "", "blank", ["not defined"]),
         wrong(
             "all normal",
-            f"stored = {('normal',) * 12!r}",
+            f"stored = {('normal',) * 5!r}",
             "predictions",
-            ["8 of the 12 predictions in stored are wrong"],
+            ["4 of the 5 predictions in stored are wrong"],
             not_says=_NAMES_A_CASE,
             hidden_only="prediction",
         ),
@@ -629,55 +698,79 @@ WRONG: dict[str, list[Wrong]] = {
             "5e-8 rounded to 0",
             _stored((3, "zero")),
             "predictions",
-            ["1 of the 12 predictions in stored is wrong", "does not say which"],
+            ["1 of the 5 predictions in stored is wrong", "does not say which"],
             not_says=_NAMES_A_CASE,
             hidden_only="prediction",
         ),
         wrong(
             "6e-5 taken for a normal number",
-            _stored((11, "normal")),
+            _stored((4, "normal")),
             "predictions",
-            ["1 of the 12 predictions in stored is wrong"],
-            not_says=_NAMES_A_CASE,
-            hidden_only="prediction",
-        ),
-        wrong(
-            "65536 thought to fit",
-            _stored((9, "normal")),
-            "predictions",
-            ["1 of the 12 predictions in stored is wrong"],
-            not_says=_NAMES_A_CASE,
-            hidden_only="prediction",
-        ),
-        wrong(
-            "3.99 * 2**14 thought to overflow",
-            _stored((10, "overflow")),
-            "predictions",
-            ["1 of the 12 predictions in stored is wrong"],
-            not_says=_NAMES_A_CASE,
-            hidden_only="prediction",
-        ),
-        wrong(
-            "the scale left out (g alone)",
-            _stored((4, "zero"), (5, "zero"), (6, "zero"), (8, "normal"), (9, "normal"),
-                    (10, "normal")),
-            "predictions",
-            ["4 of the 12 predictions in stored are wrong"],
+            ["1 of the 5 predictions in stored is wrong"],
             not_says=_NAMES_A_CASE,
             hidden_only="prediction",
         ),
         wrong(
             "subnormals taken for zeros",
-            _stored((1, "zero"), (3, "zero"), (4, "zero"), (6, "zero"), (11, "zero")),
+            _stored((1, "zero"), (3, "zero"), (4, "zero")),
             "predictions",
-            ["5 of the 12 predictions in stored are wrong"],
+            ["3 of the 5 predictions in stored are wrong"],
             not_says=_NAMES_A_CASE,
             hidden_only="prediction",
         ),
-        wrong("a list of eleven", f"stored = {list(STORED[:11])!r}", "shape", ["12 items"]),
-        wrong("inf for overflow", _stored((9, "inf")), "type",
+        wrong("a tuple of four", f"stored = {STORED[:4]!r}", "shape", ["5 items"]),
+        wrong("0 for zero", _stored((2, "0")), "type",
               ["'zero', 'subnormal', 'normal' and 'overflow'"]),
-        wrong("True for kept", "stored = (True,) * 12", "type", ["one of the strings"]),
+        wrong("True for kept", "stored = (True,) * 5", "type", ["one of the strings"]),
+    ],
+    "q5_float16_scaled": [
+        wrong("left blank", "", "blank", ["not defined"]),
+        wrong(
+            "all normal",
+            f"stored_scaled = {('normal',) * 7!r}",
+            "predictions",
+            ["4 of the 7 predictions in stored_scaled are wrong"],
+            not_says=_NAMES_A_CASE,
+            hidden_only="prediction",
+        ),
+        wrong(
+            "65536 thought to fit",
+            _scaled((5, "normal")),
+            "predictions",
+            ["1 of the 7 predictions in stored_scaled is wrong", "does not say which"],
+            not_says=_NAMES_A_CASE,
+            hidden_only="prediction",
+        ),
+        wrong(
+            "3.99 * 2**14 thought to overflow",
+            _scaled((6, "overflow")),
+            "predictions",
+            ["1 of the 7 predictions in stored_scaled is wrong"],
+            not_says=_NAMES_A_CASE,
+            hidden_only="prediction",
+        ),
+        wrong(
+            "the scale left out (g alone)",
+            _scaled((0, "zero"), (1, "zero"), (2, "zero"), (5, "normal")),
+            "predictions",
+            ["4 of the 7 predictions in stored_scaled are wrong"],
+            not_says=_NAMES_A_CASE,
+            hidden_only="prediction",
+        ),
+        wrong(
+            "subnormals taken for zeros",
+            _scaled((0, "zero"), (2, "zero")),
+            "predictions",
+            ["2 of the 7 predictions in stored_scaled are wrong"],
+            not_says=_NAMES_A_CASE,
+            hidden_only="prediction",
+        ),
+        wrong("a list of six", f"stored_scaled = {list(STORED_SCALED[:6])!r}", "shape",
+              ["7 items"]),
+        wrong("inf for overflow", _scaled((5, "inf")), "type",
+              ["'zero', 'subnormal', 'normal' and 'overflow'"]),
+        wrong("the twelve of both questions in one tuple",
+              f"stored_scaled = {STORED + STORED_SCALED!r}", "shape", ["7 items"]),
     ],
 }
 
@@ -862,7 +955,10 @@ def scaled_training(params, batches, lr, max_norm, init_scale, growth_interval):
 """,
         ),
     ],
-    "q4_predict_float16": [
+    "q4_float16_unscaled": [
         ("a list, not a tuple", f"stored = {list(STORED)!r}"),
+    ],
+    "q5_float16_scaled": [
+        ("a list, not a tuple", f"stored_scaled = {list(STORED_SCALED)!r}"),
     ],
 }

@@ -179,8 +179,8 @@ FLOAT32_MAX = float(torch.finfo(torch.float32).max)
 
 #: The mistakes :func:`scaled_sgd` can make, by diagnosis.
 SCALING_MISTAKES = ("clip_before_unscale", "no_unscale", "no_clip", "unscaled_twice",
-                    "clip_value", "clip_each", "no_backoff", "no_update", "grow_on_overflow",
-                    "count_kept", "accumulated")
+                    "clip_value", "clip_each", "clip_inf", "no_backoff", "no_update",
+                    "grow_on_overflow", "count_kept", "accumulated")
 
 
 def mse_gradient(w: torch.Tensor, b: torch.Tensor, x: torch.Tensor, y: torch.Tensor
@@ -266,6 +266,10 @@ def scaled_sgd(params: Mapping[str, torch.Tensor],
         elif mistake == "clip_each":
             gw = _clipped(gw, torch.zeros(()), max_norm)[0]
             gb = _clipped(gb, torch.zeros(()), max_norm)[0]
+        elif mistake == "clip_inf":  # norm_type=inf: the largest entry's size as the norm
+            largest_entry = max(float(gw.abs().max()), abs(float(gb)))
+            factor = min(1.0, max_norm / (largest_entry + 1e-6))
+            gw, gb = gw * factor, gb * factor
         elif mistake != "no_clip":
             gw, gb = _clipped(gw, gb, max_norm)
         run.clipped += int(not (torch.equal(gw, before[0]) and torch.equal(gb, before[1])))

@@ -41,14 +41,21 @@ HINTS: dict[str, tuple[str, ...]] = {
         "handed to torch.optim.SGD with lr; loss_fn takes them in a dict.",
     ),
     "q4": (
+        "Place each g among float16's edges: from 2**-14 (about 6.10e-5) up to 65504, "
+        "normal; below 2**-14, subnormal, unless it rounds to 0, which it does when it is at "
+        "most half of 2**-24, the smallest subnormal.",
+        "Compare g with two numbers: 2**-25 (about 2.98e-8: at most that, it rounds to 0; "
+        "above it, to 2**-24 at least, not to 0) and 2**-14 (about 6.1035e-5: below it, "
+        "subnormal, even when it looks like 6.1e-5 at two digits). Only a g near one of "
+        "them needs more than a glance: write both to four digits before you place it.",
+    ),
+    "q5": (
         "Work out g * s first (2**8 = 256, 2**12 = 4096, 2**14 = 16384, 2**16 = 65536). "
-        "Then place it: from 65520 up it is inf; from 2**-14 (about 6.10e-5) up to 65504, "
-        "normal; below 2**-14, subnormal, unless it rounds to 0.",
-        "Compare g * s with three numbers: 2**-25 (about 2.98e-8: at most that, it rounds "
-        "to 0; above it, to 2**-24 at least, not to 0), 2**-14 (about 6.1035e-5: below it, "
-        "subnormal, even when it looks like 6.1e-5 at two digits), and 65520 (from there "
-        "up, inf; 65504 is the largest float16, and the float16 numbers just below it are "
-        "32 apart). Only a product near one of these three needs more than a glance: "
-        "compute it to four digits before you place it.",
+        "Then place it as in question 4; and at the top, from 65520 up it is inf.",
+        "Compare g * s with three numbers: 2**-25 (about 2.98e-8: at most that, 0), 2**-14 "
+        "(about 6.1035e-5: below it, subnormal) and 65520 (from there up, inf; 65504 is the "
+        "largest float16, and the float16 numbers just below it are 32 apart). Only a "
+        "product near one of these three needs more than a glance: compute it to four "
+        "digits before you place it.",
     ),
 }
