@@ -6,8 +6,8 @@ meets the blank stub or a name its answer cell never defined shows :class:`NotAn
 line. Every other error, and every error of the learner's own cells, keeps its traceback.
 
 A failed check's message, and this one line, are shown broken at spaces into lines of
-:data:`~.errors.WIDTH` columns (:func:`~.errors.wrapped`): JupyterLab breaks a longer line of
-an error anywhere, mid-word.
+:data:`~..wrapping.WIDTH` columns (:func:`~..wrapping.wrapped`): JupyterLab breaks a longer line
+of an error anywhere, mid-word.
 """
 
 from __future__ import annotations
