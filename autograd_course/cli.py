@@ -31,7 +31,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from autograd_course import __version__
+from autograd_course import CHECKED_FROM, __version__
 from autograd_course.grading.course import Course, CourseError
 from autograd_course.grading.terminal import safe
 
@@ -294,9 +294,6 @@ STUDENT_ORIGIN = {
     "jupyterhub": "your JupyterHub user name; set it with --student",
     "user": "your user name; set it with --student",
 }
-#: Set (to "jupyterlab") in the environment of a ``check`` that JupyterLab runs: a notebook's
-#: check cell or its Validate button (``autograd_course.lab.selfstudy.CHECKED_FROM``).
-CHECKED_FROM = "AUTOGRAD_COURSE_CHECKED_FROM"
 #: The same, said in JupyterLab, where the learner gives no option to ``check``.
 STUDENT_ORIGIN_IN_LAB = STUDENT_ORIGIN | {
     "jupyterhub": "your JupyterHub user name; the hidden inputs are drawn for it, as in grading",

@@ -452,3 +452,20 @@ def test_the_course_own_modules_are_never_handed_to_a_test_by_a_reply():
 
     assert naming._held_module("autograd_course.grading.boundary.judge") is None
     assert naming._held_module("torch") is torch
+
+
+def test_every_text_of_a_verdict_is_bounded_whatever_the_student_returns():
+    """A check's message may quote what the answer returned (its shape, its keys): 20 MB of
+    it keep only the verdict's bound in the record, the gradebook and the feedback."""
+    from autograd_course.grading.boundary.judge import MAX_NOTES, VERDICT_LIMIT, Verdict
+
+    session = judge("shape = 'x' * 20_000_000\nprint('y' * 20_000_000)")
+    verdict = session.run_test("print(shape)\n"
+                               "raise CheckError(f'shape {shape!r} is not a tuple', 'shape')",
+                               "q1")
+    assert not verdict.passed and verdict.diagnosis == "shape"
+    assert verdict.message.startswith("shape 'xxx") and verdict.message.endswith("cut)")
+    assert len(verdict.message) < VERDICT_LIMIT + 50 and len(verdict.stdout) < VERDICT_LIMIT + 50
+    noted = Verdict(False, notes=[("d" * 10**6, "m" * 10**6)] * 1000)
+    assert len(noted.notes) == MAX_NOTES
+    assert all(len(d) < 400 and len(m) < VERDICT_LIMIT + 50 for d, m in noted.notes)

@@ -234,3 +234,16 @@ def test_no_records(tmp_path):
         assert list(csv.reader(file)) == [report.CSV_HEADER]
     assert paths["png"].read_bytes().startswith(b"\x89PNG")
     assert "No submissions." in paths["html"].read_text(encoding="utf-8")
+
+
+def test_a_record_too_large_to_read_is_never_written(tmp_path):
+    from autograd_course.grading.record import RecordError, store
+
+    records = store(tmp_path)
+    fine = grade("ann", dict(question("q1", False, "m" * 4000), diagnosis="shape"))
+    assert records.read("01_gradients", "ann") == ([], [])
+    records.write(fine)
+    assert records.read("01_gradients", "ann") == ([fine], [])
+    with pytest.raises(RecordError, match="larger than 1 MiB"):
+        records.write(grade("bob", dict(question("q1", False, "m" * 2**21), diagnosis="")))
+    assert not records.folder("01_gradients", "bob").exists()

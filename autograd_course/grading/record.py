@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 STORE = "records"
+MAX_RECORD_BYTES = 2**20  # a record larger than this is neither written nor read
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 #: What a name in the store may be: the ids nbgrader gives students, assignments, notebooks.
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$")
@@ -134,10 +135,14 @@ class Store:
     def write(self, record: GradeRecord) -> Path:
         """Write one record (whole, then moved into place)."""
         path = self.path(record.assignment, record.student, record.notebook)
+        data = record.to_json()
+        if len(data.encode()) > MAX_RECORD_BYTES:  # what read() would skip is never written
+            raise RecordError(f"the record of {record.student}/{record.assignment}/"
+                              f"{record.notebook} is larger than 1 MiB")
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp",
                                          delete=False) as f:
-            f.write(record.to_json())
+            f.write(data)
         os.replace(f.name, path)
         return path
 
@@ -161,7 +166,7 @@ class Store:
             try:
                 if path.is_symlink() or not path.is_file():
                     raise RecordError("not a regular file")
-                if path.stat().st_size > 2**20:
+                if path.stat().st_size > MAX_RECORD_BYTES:
                     raise RecordError("larger than 1 MiB")
                 found = GradeRecord.from_json(path.read_bytes())
                 if (found.assignment, found.student, found.notebook) != (

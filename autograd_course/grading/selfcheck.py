@@ -27,7 +27,6 @@ import re
 import shutil
 import stat
 import tempfile
-import textwrap
 import warnings
 from pathlib import Path
 
@@ -36,6 +35,7 @@ from autograd_course.grading.containment import STOPPED, GradingStopped, stopped
 from autograd_course.grading.course import Course, CourseError
 from autograd_course.grading.tasks import sqlite_url
 from autograd_course.grading.terminal import safe
+from autograd_course.kernel import wrapping
 
 
 def student_and_origin(notebook: Path, student: str | None) -> tuple[str, str]:
@@ -121,19 +121,17 @@ MORE = "    "
 def wrapped(entry: str) -> list[str]:
     """The lines of one entry of the report (``"  FAIL q1: 0/2  message"``): broken at spaces
     to :data:`WIDTH` columns (a longer word stays whole), every line after the first indented
-    :data:`MORE` deeper than the entry, its own line breaks kept. The words are the entry's.
+    :data:`MORE` deeper than the entry, its own line breaks kept
+    (:func:`~autograd_course.kernel.wrapping.wrapped`). The words are the entry's.
 
     >>> lines = wrapped("  FAIL q1: 0/2  " + "word " * 20)
     >>> [len(line) for line in lines], lines[1]
     ([90, 30], '      word word word word word')
     """
     more = re.match(r" *", entry)[0] + MORE
-    lines: list[str] = []
-    for number, part in enumerate(entry.split("\n")):
-        lines += textwrap.wrap(part if number == 0 else more + part.lstrip(" "), WIDTH,
-                               subsequent_indent=more, break_long_words=False,
-                               break_on_hyphens=False) or ([part] if number == 0 else [])
-    return lines
+    first, *rest = entry.split("\n")
+    entry = "\n".join([first, *(more + part.lstrip(" ") for part in rest if part.strip())])
+    return wrapping.wrapped(entry, WIDTH, MORE).split("\n")
 
 
 def result_lines(records: list[record.GradeRecord], stem: str) -> list[str]:
@@ -276,7 +274,7 @@ def _stderr_kept(into: Path):
 def _last_error(raw: str) -> str:
     """The error a failed cell's output ends with, in one line: its last line that is not
     indented (a traceback's ``Type: message``), with the indented lines after it (a failed
-    check's message, broken into lines in the notebook: :func:`.checks.notebook.wrapped`)."""
+    check's message, broken into lines in the notebook: :func:`.kernel.wrapping.wrapped`)."""
     lines = [line.rstrip() for line in record.strip_ansi(raw).splitlines() if line.strip()]
     start = next((i for i in range(len(lines) - 1, -1, -1) if not lines[i][:1].isspace()), 0)
     return " ".join(line.strip() for line in lines[start:])

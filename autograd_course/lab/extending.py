@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator
 import torch
 from torch import func
 
+from autograd_course.kernel.checks.functions import defines
 from autograd_course.kernel.lessons import show_error
 
 #: The first line of a traceback's frame: ``  File "/some/path.py", line 12, in name``.
@@ -166,12 +167,6 @@ def try_transforms(function: Callable, *inputs: torch.Tensor) -> dict[str, str |
     return results
 
 
-def _has(function_class: type, name: str) -> bool:
-    """Whether a Function class defines ``name`` itself, rather than inheriting
-    ``torch.autograd.Function``'s placeholder."""
-    return getattr(function_class, name) is not getattr(torch.autograd.Function, name)
-
-
 def transform_table(rows: list[tuple[type, tuple[torch.Tensor, ...]]]) -> None:
     """Print, for each ``(FunctionClass, inputs)``, the rules the class has (``setup_context``,
     ``jvp``, a vmap rule: ``generate_vmap_rule = True`` or its own ``vmap``) and which of
@@ -198,9 +193,9 @@ def transform_table(rows: list[tuple[type, tuple[torch.Tensor, ...]]]) -> None:
     messages: list[str] = []
     lines = []
     for function_class, inputs in rows:
-        has = {"setup_context": _has(function_class, "setup_context"),
-               "jvp": _has(function_class, "jvp"),
-               "vmap rule": function_class.generate_vmap_rule or _has(function_class, "vmap")}
+        has = {"setup_context": defines(function_class, "setup_context"),
+               "jvp": defines(function_class, "jvp"),
+               "vmap rule": function_class.generate_vmap_rule or defines(function_class, "vmap")}
         cells = [function_class.__name__] + ["yes" if has[rule] else "no" for rule in rules]
         for message in try_transforms(function_class.apply, *inputs).values():
             if message is not None and message not in messages:

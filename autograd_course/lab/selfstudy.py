@@ -46,6 +46,8 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from autograd_course import CHECKED_FROM
+
 #: The environment variable in which jupyter_server names a kernel's notebook.
 SESSION = "JPY_SESSION_NAME"
 #: How the line said outside JupyterLab starts (where no notebook names this kernel).
@@ -59,10 +61,6 @@ NOT_A_COPY = "The check grades a learner's own copy of an assignment only"
 COPIES = ("release", "work")
 #: Seconds a check may take: the first check of an assignment also prepares its course.
 TIMEOUT = 600.0
-#: The environment variable that tells ``autograd-course check`` it reports to JupyterLab (the
-#: check cell, nbgrader's Validate button), where no command-line option can be given: it then
-#: says where the student id came from without naming ``--student`` (``cli.CHECKED_FROM``).
-CHECKED_FROM = "AUTOGRAD_COURSE_CHECKED_FROM"
 
 
 def terminal_command(assignment: str) -> str:
@@ -104,6 +102,12 @@ def course_root(folder: Path) -> Path | None:
     return None
 
 
+def outermost_course(folder: Path) -> bool:
+    """Whether ``folder`` is a course root inside no other course root (a course a learner's
+    copy, or a server, may be of: never one a submission brought inside a course)."""
+    return is_course_root(folder) and course_root(folder.parent) is None
+
+
 def learners_copy(root: Path, notebook: Path) -> str | None:
     """The assignment of which ``notebook`` is a learner's own copy in the course at ``root``:
     ``notebook``, as named (below ``root``, no ``..``), is ``release/NN/NN.ipynb``,
@@ -133,8 +137,7 @@ def course_of_copy(notebook: Path) -> Path | None:
     """The course root of which ``notebook`` is a learner's own copy (:func:`learners_copy`):
     the folder two or three above it, a course root inside no other; else None."""
     for root in (notebook.parent.parent, notebook.parent.parent.parent):
-        if (is_course_root(root) and course_root(root.parent) is None
-                and learners_copy(root, notebook)):
+        if outermost_course(root) and learners_copy(root, notebook):
             return root
     return None
 

@@ -47,7 +47,6 @@ import asyncio
 import html
 import json
 import re
-import textwrap
 from pathlib import Path
 
 from jupyter_server.auth.decorator import allow_unauthenticated
@@ -61,6 +60,7 @@ from tornado import web
 from traitlets import Unicode
 from traitlets.config import Configurable
 
+from autograd_course.kernel.wrapping import wrapped
 from autograd_course.lab import selfstudy
 
 #: The columns of a line in the dialog (its text boxes break longer lines anywhere).
@@ -73,6 +73,9 @@ VISIBLE_ONLY = ("Validate ran the visible tests only: the checks in the question
 NBGRADER_STATIC = "lab/extensions/@jupyter/nbgrader/static"
 #: The web application's setting that holds the server's course (:func:`configured_course`).
 COURSE_SETTING = "autograd_course_validate_course"
+#: The server's setting that holds the lock of its hidden checks: one runs at a time (each
+#: grades a whole notebook, a kernel and all), the others wait their turn.
+CHECK_LOCK_SETTING = "autograd_course_validate_check_lock"
 #: How the answer to a notebook Validate does not check in a course starts.
 REFUSED = "Validate did not check this notebook, and ran nothing of it"
 #: nbgrader's sentence for a notebook that passes.
@@ -102,9 +105,7 @@ def configured_course(root_dir: str | Path, setting: str = "") -> Path | None:
         chosen = Path(setting).expanduser().resolve()
         return chosen if selfstudy.is_course_root(chosen) else None
     root = Path(root_dir).resolve()
-    if selfstudy.is_course_root(root) and selfstudy.course_root(root.parent) is None:
-        return root
-    return None
+    return root if selfstudy.outermost_course(root) else None
 
 
 def in_a_course(course: Path | None, notebook: Path) -> bool:
@@ -117,14 +118,6 @@ def in_a_course(course: Path | None, notebook: Path) -> bool:
 
 
 # -- the answers -------------------------------------------------------------------------------
-def _wrapped(text: str) -> str:
-    """``text`` with every line broken at spaces to :data:`WIDTH` columns."""
-    return "\n".join("\n".join(textwrap.wrap(line, WIDTH, break_long_words=False,
-                                             break_on_hyphens=False,
-                                             subsequent_indent=re.match(r" *", line)[0] + "  "))
-                     or line for line in text.split("\n"))
-
-
 def _entries(report: str) -> list[str]:
     """The report's entries (a question, an error, a note, the total), each a line again:
     ``check`` breaks a long one into lines, the ones after indented more."""
@@ -147,23 +140,23 @@ def verdict(report: str, status: int, errors: str = "") -> dict:
     if status != 0 or len(totals) != 1:
         said = "\n".join(part for part in (report.strip(), errors.strip()[-2000:]) if part)
         return {"success": False, "value": "The hidden tests could not check this notebook "
-                f"(autograd-course check):\n\n{_wrapped(said)}"}
+                f"(autograd-course check):\n\n{wrapped(said, WIDTH)}"}
     score, most = (float(g) for g in totals[0].groups())
     shown = "\n".join(entries[1:])  # the notebook's path is the dialog's own
     if score >= most:
         return {"success": True, "value": {"message": (
             f"{SUCCESS[:-1]}, the hidden tests too: {score:g}/{most:g}, as the grader would "
-            f"grade it (autograd-course check).\n\n{_wrapped(shown)}")}}
+            f"grade it (autograd-course check).\n\n{wrapped(shown, WIDTH)}")}}
     failed = []
     for match in filter(None, map(_QUESTION.match, entries)):
         mark, question, got, points, message = match.groups()
         if mark == "FAIL":
             failed.append({"source": f"{question}: {float(got):g}/{float(points):g} points "
                                      "with the hidden tests",
-                           "error": html.escape(_wrapped(message or "(no message)"))})
-    whole = html.escape(_wrapped(f"The whole check, {score:g}/{most:g} points, as the grader "
-                                 "would grade this notebook (autograd-course check):")
-                        + f"\n\n{_wrapped(shown)}")
+                           "error": html.escape(wrapped(message or "(no message)", WIDTH))})
+    whole = html.escape(wrapped(f"The whole check, {score:g}/{most:g} points, as the grader "
+                                "would grade this notebook (autograd-course check):", WIDTH)
+                        + f"\n\n{wrapped(shown, WIDTH)}")
     if not failed:
         return {"success": True, "value": {"failed": [
             {"source": "the hidden tests", "error": whole}]}}
@@ -174,12 +167,12 @@ def verdict(report: str, status: int, errors: str = "") -> dict:
 def refused(path: str) -> dict:
     """Validate's answer to the notebook at ``path``, in a course, that is no learner's copy:
     nbgrader's error, saying why and what Validate checks."""
-    return {"success": False, "value": _wrapped(
+    return {"success": False, "value": wrapped(
         f"{REFUSED}: {path}. In a course, Validate checks a learner's own copy of an "
         "assignment only, at the course root: release/NN/NN.ipynb, work/NN/NN.ipynb "
         "(autograd-course start) or NN/NN.ipynb (the Assignment List), NN an assignment of "
         "source/, with no symbolic link on the way. A submission (submitted/, autograded/) is "
-        "graded with autograd-course grade, which runs it in the sandbox.")}
+        "graded with autograd-course grade, which runs it in the sandbox.", WIDTH)}
 
 
 def visible_only(answer: dict) -> dict:
@@ -194,7 +187,7 @@ def visible_only(answer: dict) -> dict:
     if not isinstance(value, dict) or "type_changed" in value or "changed" in value:
         return answer
     if value.get("failed"):
-        value["failed"][-1]["error"] += "\n\n" + html.escape(_wrapped(VISIBLE_ONLY))
+        value["failed"][-1]["error"] += "\n\n" + html.escape(wrapped(VISIBLE_ONLY, WIDTH))
     else:
         value["message"] = f"Your notebook passes its visible tests.\n\n{VISIBLE_ONLY}"
     return {"success": True, "value": value}
@@ -226,8 +219,9 @@ async def hidden_verdict(root: Path, notebook: Path,
 class ValidateHandler(ValidateAssignmentHandler):
     """``POST assignments/validate``: the notebook's path (relative to the server's root) as an
     argument or in a JSON body, as nbgrader takes it; the hidden tests' verdict for a learner's
-    copy in the server's course, a refusal for any other notebook in a course, nbgrader's own
-    validation (:meth:`validate_notebook`) elsewhere, said to be the visible tests' only."""
+    copy in the server's course (one check at a time, :data:`CHECK_LOCK_SETTING`), a refusal
+    for any other notebook in a course, nbgrader's own validation (:meth:`validate_notebook`,
+    in a thread of its own) elsewhere, said to be the visible tests' only."""
 
     @web.authenticated
     async def post(self):
@@ -247,14 +241,17 @@ class ValidateHandler(ValidateAssignmentHandler):
             raise web.HTTPError(403, "Access denied: path outside allowed directory")
         course = self.settings.get(COURSE_SETTING)
         if course is not None and selfstudy.learners_copy(course, notebook):
-            self.log.info("Validating %s with the hidden tests of %s", notebook, course)
-            answer = await hidden_verdict(course, notebook)
+            async with self.settings[CHECK_LOCK_SETTING]:
+                self.log.info("Validating %s with the hidden tests of %s", notebook, course)
+                answer = await hidden_verdict(course, notebook)
         elif in_a_course(course, notebook):
             self.log.warning("Validate refused %s: no learner's copy of the course %s",
                              notebook, course)
             answer = refused(path)
         else:
-            answer = visible_only(self.validate_notebook(path))
+            # nbgrader's validation blocks (it runs the notebook): in a thread, so that the
+            # server goes on answering meanwhile
+            answer = visible_only(await asyncio.to_thread(self.validate_notebook, path))
         self.finish(json.dumps(answer))
 
 
@@ -329,6 +326,7 @@ def _load_jupyter_server_extension(serverapp) -> None:
     webapp.settings["root_dir"] = serverapp.root_dir  # as nbgrader's handlers read it
     setting = CourseValidate(config=serverapp.config).course_root
     course = webapp.settings[COURSE_SETTING] = configured_course(serverapp.root_dir, setting)
+    webapp.settings[CHECK_LOCK_SETTING] = asyncio.Lock()
     webapp.add_handlers(".*$", [
         (url_path_join(base_url, "assignments/validate"), ValidateHandler),
         (url_path_join(base_url, "nbgrader_version"), NbGraderVersionHandler),

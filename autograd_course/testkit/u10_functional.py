@@ -8,6 +8,8 @@ NumPy's integers...), each worth full marks.
 
 from __future__ import annotations
 
+import textwrap
+
 from autograd_course.testkit.answers import Wrong, function, wrong
 
 _CLIP = "def clipped_mean_grad(model, x, y, max_norm):"
@@ -78,7 +80,7 @@ def _rule(setup: str = "ctx.save_for_forward(x, output)", rule: str = "True",
 
     @staticmethod
     def jvp(ctx, x_t):
-""" + "\n".join(line[10:] for line in jvp.strip("\n").split("\n"))
+""" + textwrap.indent(textwrap.dedent(jvp).strip("\n"), " " * 8)
             if with_jvp else f"\n    generate_vmap_rule = {rule}")
     return f'''class RunningLogSumExp(torch.autograd.Function):
     @staticmethod

@@ -44,6 +44,10 @@ from autograd_course.kernel.checks import CheckError, StudentError
 from autograd_course.kernel.wire import Decoder, Handle, RemoteFunction, ReplyError
 
 MESSAGE_LIMIT = 300  # characters of a student's exception message shown in feedback
+#: The most characters a verdict's message, stdout or note keeps: a check's message may quote
+#: what the student's code returned, which is as long as the kernel makes it.
+VERDICT_LIMIT = 4000
+MAX_NOTES = 20  # notes (facts worth no points) one verdict keeps
 
 
 class AuthoringError(Exception):
@@ -61,6 +65,12 @@ class Verdict:
     diagnosis: str = ""  # a short code of the mistake: "sign", "blank", "crashed"...
     error: BaseException | None = field(default=None, repr=False, compare=False)
     notes: list[tuple[str, str]] = field(default_factory=list)  # (diagnosis, message): 0 points
+
+    def __post_init__(self):
+        """Every text of a verdict is bounded here, whatever made it (:data:`VERDICT_LIMIT`):
+        the record, the gradebook's comment and the feedback page all take it from here."""
+        self.message, self.stdout = _bounded(self.message), _bounded(self.stdout)
+        self.notes = [(_bounded(d, MESSAGE_LIMIT), _bounded(m)) for d, m in self.notes[:MAX_NOTES]]
 
     @property
     def diagnostic(self) -> str:
@@ -492,6 +502,13 @@ def _dumps(message: dict, session: Session) -> bytes:
     buffer = io.BytesIO()
     _Pickler(buffer, session).dump(message)
     return buffer.getvalue()
+
+
+def _bounded(text: str, limit: int = VERDICT_LIMIT) -> str:
+    """``text`` as it is, lines kept, or its first ``limit`` characters and how many were cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit:,} more characters cut)"
 
 
 def _cut(text: str, limit: int = MESSAGE_LIMIT) -> str:

@@ -90,6 +90,13 @@ def separate_classes():
     the methods of the grader's own classes (:class:`~autograd_course.kernel.checks.functions.
     StandInContext`'s) with its copies. Within this block the tracker is a fresh one, so what
     is unpickled is new, as in a real kernel.
+
+    The trackers are swapped for the whole process, and without cloudpickle's
+    ``_DYNAMIC_CLASS_TRACKER_LOCK``: that is a ``threading.Lock`` which cloudpickle itself takes
+    while the block runs (``_lookup_class_or_track`` as it unpickles, and
+    ``_get_or_create_tracker_id`` as it pickles), so holding it here would deadlock. The
+    in-process link is for tests, in one thread: no other thread may pickle or unpickle a class
+    by value while a request is served.
     """
     from cloudpickle import cloudpickle as module
 

@@ -22,13 +22,13 @@ import base64
 import binascii
 import os
 import re
-import textwrap
 from pathlib import Path
 
 import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from autograd_course.grading import served
+from autograd_course.kernel.wrapping import wrapped
 
 from .cells import cell_role, course_paths, grade_id, release_notebook
 
@@ -110,15 +110,10 @@ def wrap_verdict(cell) -> None:
     """
     for output in cell.outputs:
         if output.get("output_type") == "stream":
-            output.text = _wrapped(output.text)
+            output.text = wrapped(output.text, VERDICT_WIDTH, "", break_words=True)
         elif output.get("output_type") == "error":
-            output.traceback = [_wrapped(line) for line in output.traceback]
-
-
-def _wrapped(text: str) -> str:
-    return "\n".join("\n".join(textwrap.wrap(line, VERDICT_WIDTH, break_on_hyphens=False,
-                                             drop_whitespace=True)) or line
-                     if len(line) > VERDICT_WIDTH else line for line in text.split("\n"))
+            output.traceback = [wrapped(line, VERDICT_WIDTH, "", break_words=True)
+                                for line in output.traceback]
 
 
 def cap_outputs(cell, limit: int) -> int:

@@ -9,10 +9,9 @@ answer with ``_what_it_is``.
 
 from __future__ import annotations
 
-import textwrap
-
 from autograd_course.kernel.checks.contract import JUDGE
 from autograd_course.kernel.wire import Handle
+from autograd_course.kernel.wrapping import wrapped
 
 
 class CheckError(AssertionError):
@@ -43,27 +42,9 @@ class NotAnswered(CheckError):
         super().__init__(message, "blank")
 
 
-#: The columns of a line of a failed check's message in a notebook: JupyterLab breaks a
-#: longer line of an error anywhere, mid-word.
-WIDTH = 90
-
-
-def wrapped(text: str) -> str:
-    """``text`` with each of its lines broken at spaces to :data:`WIDTH` columns (a longer
-    word stays whole), the lines it goes on in indented two spaces deeper; the words, and the
-    line breaks it has, are kept.
-
-    >>> print(wrapped("CheckError: " + "gradient " * 12))
-    CheckError: gradient gradient gradient gradient gradient gradient gradient gradient gradient
-      gradient gradient gradient
-    """
-    return "\n".join("\n".join(textwrap.wrap(
-        line, WIDTH, subsequent_indent=line[:len(line) - len(line.lstrip(" "))] + "  ",
-        break_long_words=False, break_on_hyphens=False)) or line for line in text.split("\n"))
-
-
 def _red_line(ename: str, message: str) -> str:
-    """``ename: message``, the name in red, :func:`wrapped`."""
+    """``ename: message``, the name in red, :func:`~..wrapping.wrapped` to the notebook's
+    columns."""
     return f"\x1b[0;31m{ename}\x1b[0m" + wrapped(f"{ename}: {message}")[len(ename):]
 
 

@@ -7,7 +7,9 @@ that redefines ``torch.autograd.Function.apply`` or ``torch.func`` changes nothi
 what they return was computed by the class's own ``forward``, ``setup_context``, ``backward``
 (or ``vjp``) and ``jvp``. They hold no answer. This module travels into the student's kernel
 by value (it registers itself with cloudpickle), so a kernel that rebinds its names changes
-nothing a test sends there either.
+nothing a test sends there either; its globals ``torch``, ``inspect`` and ``sys`` still travel
+by reference, and a patch of the kernel's agent could change what runs: a lie has to live in
+the student's own methods, or in a patch of the kernel, which the code scan flags for review.
 
 They follow torch 2.13's rules (``torch/autograd/function.py``, ``python_function.cpp``):
 
@@ -26,11 +28,13 @@ They follow torch 2.13's rules (``torch/autograd/function.py``, ``python_functio
   one changed in place since forward), what ``save_for_forward`` saved, in jvp, and ``()`` in
   forward.
 
-Both return plain data (a dict) for the judge, with what the run showed of the rules of
-PyTorch's Extending note: which tensors the methods changed in place, which inputs forward
-saved with ``save_for_backward`` (the tensors themselves), whether backward or jvp read
-``ctx.saved_tensors``. Sequences in it are lists: the judge knows the objects a kernel sent by
-their identity, and every empty tuple is one and the same object.
+Both return plain data (a dict) for the judge, in one call: the methods the class defines
+itself (:func:`own_methods`; nothing runs where the ones needed are not there), and what the
+run showed of the rules of PyTorch's Extending note: which tensors the methods changed in
+place, which inputs forward saved with ``save_for_backward`` (the tensors themselves), whether
+backward or jvp read ``ctx.saved_tensors`` (and jvp, with nothing saved for it). Sequences in
+it are lists: the judge knows the objects a kernel sent by their identity, and every empty
+tuple is one and the same object.
 
 >>> import torch
 >>> class Square(torch.autograd.Function):
@@ -45,8 +49,8 @@ their identity, and every empty tuple is one and the same object.
 >>> run = own_backward(Square, (torch.tensor([3.0]),), (torch.tensor([1.0]),))
 >>> run["output"], run["grads"], run["saved_inputs"], run["read_saved"]
 (tensor([9.]), [tensor([6.])], [0], True)
->>> own_methods(Square)
-['forward', 'backward']
+>>> run["methods"], own_jvp(Square, (torch.tensor([3.0]),), (torch.tensor([1.0]),))
+(['forward', 'backward'], {'methods': ['forward', 'backward']})
 """
 
 from __future__ import annotations
@@ -64,7 +68,9 @@ class StandInContext:
     """What a Function's methods get as ``ctx`` from :func:`own_backward` and :func:`own_jvp`:
     everything PyTorch's Extending note lets them do with autograd's (``save_for_backward``
     and ``saved_tensors``, ``save_for_forward``, ``mark_dirty``, ``mark_non_differentiable``,
-    ``set_materialize_grads``, ``needs_input_grad``, attributes of their own), recorded."""
+    ``set_materialize_grads``, ``needs_input_grad``, attributes of their own), recorded;
+    ``read_unsaved``: jvp read ``saved_tensors`` while nothing was saved with
+    ``save_for_forward`` (it got ``()``, as from autograd's)."""
 
     def __init__(self, needs_input_grad=()):
         self.needs_input_grad = tuple(bool(flag) for flag in needs_input_grad)
@@ -76,6 +82,7 @@ class StandInContext:
         self._stage = "forward"
         self._versions: tuple = ()
         self._read: set[str] = set()
+        self.read_unsaved = False  # jvp read ctx.saved_tensors, and nothing was saved for it
 
     def save_for_backward(self, *tensors):
         for index, tensor in enumerate(tensors):
@@ -108,6 +115,7 @@ class StandInContext:
     def saved_tensors(self) -> tuple:
         self._read.add(self._stage)
         if self._stage == "jvp":
+            self.read_unsaved = self.read_unsaved or not self.saved_for_forward
             return tuple(self.saved_for_forward)
         if self._stage != "backward":
             return ()
@@ -120,13 +128,18 @@ class StandInContext:
         return tuple(self.to_save)
 
 
+def defines(cls, name: str) -> bool:
+    """Whether the Function class ``cls`` defines the method ``name`` itself (it, or a base
+    class of its own), rather than inheriting ``torch.autograd.Function``'s."""
+    return getattr(cls, name, None) is not getattr(torch.autograd.Function, name, None)
+
+
 def own_methods(cls) -> list[str] | None:
-    """The methods of :data:`METHODS` that ``cls`` defines itself (not torch's base class's),
-    or None where ``cls`` is no subclass of ``torch.autograd.Function``."""
-    base = torch.autograd.Function
-    if not (isinstance(cls, type) and issubclass(cls, base)):
+    """The methods of :data:`METHODS` that ``cls`` defines itself (:func:`defines`), or None
+    where ``cls`` is no subclass of ``torch.autograd.Function``."""
+    if not (isinstance(cls, type) and issubclass(cls, torch.autograd.Function)):
         return None
-    return [name for name in METHODS if getattr(cls, name, None) is not getattr(base, name, None)]
+    return [name for name in METHODS if defines(cls, name)]
 
 
 def own_backward(cls, inputs, grad_outputs, needs_input_grad=None) -> dict:
@@ -134,6 +147,8 @@ def own_backward(cls, inputs, grad_outputs, needs_input_grad=None) -> dict:
     ``grad_outputs`` (one per output), as autograd would. ``needs_input_grad``: one flag per
     input, by default True for every floating-point tensor. Returns a dict:
 
+    - ``methods``: :func:`own_methods` of ``cls``; where it has no forward, or neither backward
+      nor vjp, of its own (or is no Function), nothing runs and this is all the dict holds;
     - ``output``: what forward returned (a copy, as it was before backward);
     - ``grads``: one gradient per input, as autograd hands them on (None where not needed);
     - ``grad_outputs_changed``, ``saved_changed``: the places of the ``grad_outputs`` and of
@@ -142,6 +157,9 @@ def own_backward(cls, inputs, grad_outputs, needs_input_grad=None) -> dict:
       them, which share their version counter);
     - ``read_saved``: whether backward read ``ctx.saved_tensors``.
     """
+    methods = own_methods(cls)
+    if methods is None or "forward" not in methods or not {"backward", "vjp"} & set(methods):
+        return {"methods": methods}
     inputs, ctx, output = _forward(cls, inputs, needs_input_grad, default=True)
     ctx._versions = tuple(None if t is None else t._version for t in ctx.to_save)
     before, saved, given = _copy(output), _snapshot(ctx.to_save), _snapshot(grad_outputs)
@@ -151,6 +169,7 @@ def own_backward(cls, inputs, grad_outputs, needs_input_grad=None) -> dict:
     with torch.no_grad():
         result = user_fn(ctx, *args)
     return {
+        "methods": methods,
         "output": before,
         "grads": _as_autograd_takes(cls, result, inputs, ctx.needs_input_grad),
         "grad_outputs_changed": _changed(given),
@@ -165,23 +184,42 @@ def own_jvp(cls, inputs, tangents, needs_input_grad=None) -> dict:
     """Run ``cls``'s own forward on copies of ``inputs``, then its own jvp with ``tangents``
     (one per input, None for none), as forward-mode AD would. Returns a dict:
 
+    - ``methods``: :func:`own_methods` of ``cls``; where it has no forward or no jvp of its
+      own (or is no Function), nothing runs and this is all the dict holds;
     - ``output``: what forward returned (a copy);
     - ``tangents``: what jvp returned, as a list (a tuple's items, or the one result);
     - ``tangents_changed``: the places of the ``tangents`` that jvp changed in place;
     - ``saved_for_forward``: how many tensors forward or setup_context saved with
       ``ctx.save_for_forward``;
-    - ``read_saved``: whether jvp read ``ctx.saved_tensors``.
+    - ``read_saved``: whether jvp read ``ctx.saved_tensors``;
+    - ``read_unsaved``: whether it read them while nothing was saved with
+      ``ctx.save_for_forward`` (:class:`StandInContext`).
+
+    An exception jvp raises is raised again, unless jvp had read ``ctx.saved_tensors`` with
+    nothing saved for it (an unpacking of ``()`` fails, say): then the dict holds
+    ``methods``, ``read_unsaved`` (True) and ``error``, the exception's type and message.
     """
+    methods = own_methods(cls)
+    if methods is None or "forward" not in methods or "jvp" not in methods:
+        return {"methods": methods}
     inputs, ctx, output = _forward(cls, inputs, needs_input_grad, default=False)
     before, given = _copy(output), _snapshot(tangents)
     ctx._stage = "jvp"
-    result = cls.jvp(ctx, *tangents)
+    try:
+        result = cls.jvp(ctx, *tangents)
+    except Exception as error:  # noqa: BLE001 - raised again unless it met an empty ctx
+        if not ctx.read_unsaved:
+            raise
+        return {"methods": methods, "read_unsaved": True,
+                "error": f"{type(error).__name__}: {error}"}
     return {
+        "methods": methods,
         "output": before,
         "tangents": list(result) if isinstance(result, tuple) else [result],
         "tangents_changed": _changed(given),
         "saved_for_forward": sum(isinstance(t, torch.Tensor) for t in ctx.saved_for_forward),
         "read_saved": "jvp" in ctx._read,
+        "read_unsaved": ctx.read_unsaved,
     }
 
 
@@ -189,7 +227,7 @@ def _forward(cls, inputs, needs_input_grad, *, default: bool):
     """Copies of ``inputs`` (defaults of forward bound where setup_context is the class's),
     a StandInContext, and forward's output, computed under no_grad as autograd does."""
     inputs = tuple(inputs)
-    setup = cls.setup_context is not torch.autograd.Function.setup_context
+    setup = defines(cls, "setup_context")
     if setup:
         bound = inspect.signature(cls.forward).bind(*inputs)
         bound.apply_defaults()
@@ -214,11 +252,10 @@ def _forward(cls, inputs, needs_input_grad, *, default: bool):
 def _backward_of(cls):
     """The method autograd calls for backward: vjp where the class overrides it, else backward
     (``BackwardCFunction._get_user_fn``)."""
-    base = torch.autograd.Function
-    if cls.backward is not base.backward and cls.vjp is not base.vjp:
+    if defines(cls, "backward") and defines(cls, "vjp"):
         raise RuntimeError("Implementing both 'backward' and 'vjp' for a custom Function is not "
                            "allowed. You should only implement one of them.")
-    return cls.vjp if cls.vjp is not base.vjp else cls.backward
+    return cls.vjp if defines(cls, "vjp") else cls.backward
 
 
 def _as_autograd_takes(cls, result, inputs, needs) -> list:

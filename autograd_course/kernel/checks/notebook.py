@@ -9,8 +9,8 @@ with the function and its line, and the two ways out. Every other error, and eve
 the learner's own cells, keeps its traceback.
 
 A failed check's message, and this one line, are shown broken at spaces into lines of
-:data:`~.errors.WIDTH` columns (:func:`~.errors.wrapped`): JupyterLab breaks a longer line of
-an error anywhere, mid-word.
+:data:`~..wrapping.WIDTH` columns (:func:`~..wrapping.wrapped`): JupyterLab breaks a longer line
+of an error anywhere, mid-word.
 """
 
 from __future__ import annotations

@@ -5,9 +5,12 @@
   kernel; a class from the kernel counts by its name alone.
 - ``check_predictions``: several predictions of one question (booleans, numbers, tensors,
   None, choices), against the truth the test computed. A wrong set is told HOW MANY of its
-  predictions are wrong, never which ones nor why: feedback that named one wrong item (or gave
-  the reason that fits it) would let a learner solve the question by flipping one item and
-  re-checking. The form of each item is the visible checks' job, and may be named.
+  predictions are wrong, never which ones nor why: naming an item (or the reason that fits it)
+  would give the answer away in one check. A count gives it away too, one check per item
+  (flip one item, re-check, see the count move); the real limit is where the check runs: in
+  self-study the learner has source/, answers included, anyway; on a course server the hidden
+  tests (these checks) run only when the work is graded. The form of each item is the visible
+  checks' job, and may be named.
 
 >>> from autograd_course.kernel.checks import CheckError, check_predictions
 >>> check_predictions({"a": True, "b": 2.0}, {"a": True, "b": 2.0}, name="predicted")
