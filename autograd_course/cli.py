@@ -16,7 +16,8 @@ Run it from the course root (or pass ``--course DIR``). Everything follows the c
 nbgrader configuration (:class:`~autograd_course.grading.course.Course`): its directories and
 its gradebook, SQLite or a server. Bad arguments and missing course pieces get one clear line
 on stderr and exit status 2; problems of single submissions are reported in the summary and
-never change the exit status.
+never change the exit status. ``grade`` with nothing changed since its last run says so from
+that run's stamp (:mod:`.grading.idle`), and ``--help`` too imports nothing it does not use.
 """
 
 from __future__ import annotations
@@ -197,31 +198,67 @@ def cmd_export(args) -> int:
 
 
 def cmd_grade(args) -> int:
-    from autograd_course.grading import gradebook, runner
+    from autograd_course.grading import idle
 
     if args.jobs < 1:
         raise CourseError(f"--jobs must be at least 1 (got {args.jobs})")
-    settings = {"require_sandbox": True} if args.require_sandbox else {}
-    course = Course.load(args.course)
-    names = course.check_assignments(args.assignments)
-    if args.require_sandbox:
-        from autograd_course.grading.boundary import sandbox
-
-        if sandbox.bubblewrap() is None:
-            raise CourseError("--require-sandbox: bubblewrap (bwrap) is missing or cannot "
-                              "create namespaces here; nothing was graded")
     if (args.timestamp or args.layout != "course") and not args.zip:
         raise CourseError("--timestamp and --layout go with --zip FILE")
+    stamp = idle.Stamp(args.course, {"assignments": args.assignments, "students": args.student,
+                                     "rename_notebook": args.rename_notebook})
+    kept = None if args.force or args.zip else stamp.last()
+    if kept is None:
+        return grade_in_full(args, stamp)
+    if args.require_sandbox:
+        require_sandbox()
+    say_unchanged(kept)
+    return 0
+
+
+def require_sandbox() -> None:
+    """``--require-sandbox``: refuse to go on where bubblewrap cannot run."""
+    from autograd_course.grading.boundary import sandbox
+
+    if sandbox.bubblewrap() is None:
+        raise CourseError("--require-sandbox: bubblewrap (bwrap) is missing or cannot "
+                          "create namespaces here; nothing was graded")
+
+
+def say_unchanged(said: dict) -> None:
+    """What ``grade`` says when nothing changed since the last run (:mod:`.idle`): that run's
+    warnings and closing lines, which still hold."""
+    for line in said["warnings"]:
+        print(f"WARNING: {safe(line)}", file=sys.stderr)
+    print(f"{said['submissions']} submissions were graded before and have not changed: kept "
+          "(--force grades them again)")
+    print("nothing else changed since the last run: its feedback, grades.csv and class "
+          "reports stand")
+    for line in said["lines"]:
+        print(safe(line, lines=True))
+
+
+def grade_in_full(args, stamp) -> int:
+    """``grade`` deciding submission by submission (:func:`.runner.grade_class`), then the
+    feedback, grades.csv and the class reports; ``stamp`` (:class:`.idle.Stamp`) is taken as
+    the run goes and left when it ends well."""
+    from autograd_course.grading import gradebook, runner
+
+    settings = {"require_sandbox": True} if args.require_sandbox else {}
+    course = Course.load(args.course)
+    stamp.inputs(course)
+    names = course.check_assignments(args.assignments)
+    if args.require_sandbox:
+        require_sandbox()
     not_unpacked = unpack_zip(course, args) if args.zip else []
     unknown = course.unknown_students(names, args.student)
     if unknown:
         raise CourseError(f"no submission of {', '.join(names)} for --student "
                           f"{', '.join(safe(s) for s in unknown)} (no folder submitted/"
                           f"{safe(unknown[0])}/{names[0]}/); nothing was graded")
-    problems: list[str] = []
-    submissions = course.submissions(names, args.student, problems)
-    problems += misnamed_lines(course, submissions, args.rename_notebook)
-    for line in problems:
+    warned: list[str] = []
+    submissions = course.submissions(names, args.student, warned)
+    warned += misnamed_lines(course, submissions, args.rename_notebook)
+    for line in warned:
         print(f"WARNING: {safe(line)}", file=sys.stderr)
     if not submissions:
         who = f" for {', '.join(args.student)}" if args.student else ""
@@ -243,27 +280,39 @@ def cmd_grade(args) -> int:
                                            "waiting for it to finish..."))
     finally:
         progress.close()
+    stamp.graded(course)
+    warned += summary.warnings
     if summary.skipped:
         print(f"{len(summary.skipped)} submissions were graded before and have not changed: "
               "kept (--force grades them again)")
-    refresh_feedback(course, names, args.student)
+    failed = refresh_feedback(course, names, args.student)
     gradebook.export_grades(course, course.root / "grades.csv")
     report = report_import.result()
+    closing, written = [], [course.root / "grades.csv"]
     for name in names:
         records, skipped = runner.records_of(course, runner.class_of(course, name))
         for line in skipped:
             print(f"WARNING: {safe(line)}", file=sys.stderr)
+        warned += skipped
         paths = report.write_report(records, course.root / "reports" / name,
                                     title=f"Class report: {name}")
-        print(f"class report {name}: {paths['html']} (also {paths['csv'].name}, "
-              f"{paths['png'].name})")
-    print(f"grades: {course.root / 'grades.csv'}; feedback: {course.directory('feedback')}")
+        written += paths.values()
+        closing.append(f"class report {name}: {paths['html']} (also {paths['csv'].name}, "
+                       f"{paths['png'].name})")
+        print(closing[-1])
+    closing.append(f"grades: {course.root / 'grades.csv'}; feedback: "
+                   f"{course.directory('feedback')}")
+    print(closing[-1])
     summarise(summary.outcomes, runner.records_of(course, [o.submission
                                                            for o in summary.outcomes])[0])
+    stamp.outputs(written)
     if not_unpacked:  # the zip's lines said why
         print(f"autograd-course grade: not unpacked from {safe(args.zip)}, so not graded: "
               f"{', '.join(not_unpacked)}", file=sys.stderr)
         return 1
+    if not failed and not args.zip:
+        stamp.leave({"submissions": len(submissions), "warnings": [safe(w) for w in warned],
+                     "lines": closing + runner.summary_lines([], [])})
     return 0
 
 

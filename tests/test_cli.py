@@ -1,10 +1,14 @@
-"""autograd-course, the command: its parser, messages, zips it refuses, progress and Ctrl-C."""
+"""autograd-course, the command: its parser, messages, zips it refuses, progress and Ctrl-C,
+and what its start-up imports (a grade run with nothing to do: grading/idle.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+import sqlite3
 import subprocess
 import sys
+import textwrap
 import zipfile
 from pathlib import Path
 
@@ -12,7 +16,7 @@ import pytest
 from support.commands import ASSIGNMENT, run
 
 from autograd_course import cli
-from autograd_course.grading import runner
+from autograd_course.grading import gradebook, idle, runner
 from autograd_course.grading.course import Course, Submission
 from autograd_course.grading.release import generate
 from autograd_course.lab import selfstudy
@@ -219,3 +223,130 @@ def test_an_interrupted_grade_says_what_was_merged_in_one_line(monkeypatch, caps
     err = capsys.readouterr().err
     assert err == ("autograd-course grade: interrupted; 2 submissions merged, 3 not graded "
                    "(run grade again to go on)\n")
+
+
+# -- start-up: only what is used ------------------------------------------------------------
+#: What ``--help``, a ``grade`` with nothing to do and ``check`` before its grading child do
+#: not import: each costs a second or more (nbgrader's package imports Jupyter's server,
+#: nbconvert and SQLAlchemy), and none of them is used there.
+NOT_AT_START = ("torch", "dask", "distributed", "sqlalchemy", "nbconvert", "nbgrader",
+                "matplotlib")
+#: What ``check`` does not import before its grading child starts. Reading the course's config
+#: imports nbgrader (nbgrader_config.py builds its pipelines from nbgrader's), and with it
+#: SQLAlchemy and nbconvert; torch (the judge's, the kernel's) and Dask are left to the child.
+NOT_BEFORE_CHECKING = ("torch", "dask", "distributed", "matplotlib")
+#: What the stamped course's last run was asked.
+ASKED = {"assignments": [], "students": [], "rename_notebook": False}
+
+
+def imported_by(code: str, cwd: Path | None = None) -> tuple[str, set[str]]:
+    """What a fresh Python prints running ``code``, and the top-level packages it imported."""
+    script = code + "\nimport sys\nprint('imported:', *sorted({m.partition('.')[0] for m in " \
+        "sys.modules}))"
+    done = subprocess.run([sys.executable, "-c", script], cwd=cwd, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out, _, imported = done.stdout.rpartition("imported:")
+    return out, set(imported.split())
+
+
+def leave_stamp(where: Path) -> None:
+    """Leave the stamp of a run of the course ``where`` (grading/idle.py), taken as a run takes
+    it, over its SQLite gradebook file and its grades.csv."""
+    stamp = idle.Stamp(where, ASKED)
+    course = Course.load(where)
+    stamp.inputs(course)
+    stamp.graded(course)
+    stamp.outputs([where / "grades.csv"])
+    stamp.leave({"submissions": 1, "warnings": ["roster.csv does not list 1 of the students"],
+                 "lines": [f"grades: {where / 'grades.csv'}"]})
+
+
+@pytest.fixture
+def stamped(tmp_path, root) -> Path:
+    """A small course, with a SQLite gradebook file and a grades.csv, whose last grade run
+    left its stamp."""
+    shutil.copy2(root / "nbgrader_config.py", tmp_path)
+    shutil.copytree(root / "source" / ASSIGNMENT, tmp_path / "source" / ASSIGNMENT)
+    submitted = tmp_path / "submitted" / "ada" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    submitted.parent.mkdir(parents=True)
+    submitted.write_text("{}")
+    with contextlib.closing(sqlite3.connect(tmp_path / "gradebook.db")) as db:
+        db.execute("CREATE TABLE grade (student TEXT, score REAL)")
+        db.commit()
+    (tmp_path / "grades.csv").write_text("student_id,score\n")
+    leave_stamp(tmp_path)
+    return tmp_path
+
+
+def test_help_imports_nothing_it_does_not_use():
+    out, imported = imported_by("from autograd_course import cli\n"
+                                "try:\n    cli.main(['--help'])\nexcept SystemExit:\n    pass")
+    assert "usage: autograd-course" in out
+    assert imported.isdisjoint(NOT_AT_START), imported & set(NOT_AT_START)
+
+
+def test_a_grade_with_nothing_to_do_says_so_without_nbgrader_or_torch(stamped):
+    out, imported = imported_by(f"from autograd_course import cli\n"
+                                f"assert cli.main(['--course', {str(stamped)!r}, 'grade']) == 0")
+    assert "1 submissions were graded before and have not changed: kept" in out, out
+    assert "nothing else changed since the last run" in out
+    assert f"grades: {stamped / 'grades.csv'}" in out
+    assert imported.isdisjoint(NOT_AT_START), imported & set(NOT_AT_START)
+
+
+def test_check_imports_no_torch_before_its_grading_child(root, tmp_path):
+    notebook = tmp_path / f"{ASSIGNMENT}.ipynb"
+    shutil.copy2(root / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", notebook)
+    out, imported = imported_by(textwrap.dedent(f"""\
+        from autograd_course import cli
+        from autograd_course.grading import selfcheck
+
+        def child(*args, **kwargs):  # where the grading child (and its kernel) would start
+            print("the grading child starts here")
+            raise SystemExit(0)
+
+        selfcheck._grade_bounded = child
+        cli.main(['--course', {str(root)!r}, 'check', '--student', 'ada', {str(notebook)!r}])
+        """))
+    assert "the grading child starts here" in out, out
+    assert imported.isdisjoint(NOT_BEFORE_CHECKING), imported & set(NOT_BEFORE_CHECKING)
+
+
+def test_a_stamp_stands_only_while_nothing_it_fingerprinted_changed(stamped):
+    def said(asked=ASKED):
+        return idle.Stamp(stamped, asked).last()
+
+    assert said()["submissions"] == 1
+    assert said(dict(ASKED, students=["ada"])) is None  # another question
+    with gradebook.exclusive(Course.load(stamped)):  # a run is grading: wait for it, in full
+        assert said() is None
+    kept = stamped / ".autograd-course-cache" / idle.STAMP_FILE
+    kept.chmod(0o620)
+    assert said() is None  # one that another user could have written
+    kept.chmod(0o600)
+
+    def commit():  # formgrader's manual grade
+        with contextlib.closing(sqlite3.connect(stamped / "gradebook.db")) as db:
+            db.execute("INSERT INTO grade VALUES ('ada', 1.5)")
+            db.commit()
+
+    def append(path: Path, text: str):
+        with path.open("a") as handle:
+            handle.write(text)
+
+    submission = stamped / "submitted" / "ada" / ASSIGNMENT
+    for change in (lambda: (submission / "helper.py").write_text("x = 1\n"),
+                   lambda: append(submission / f"{ASSIGNMENT}.ipynb", " "),
+                   lambda: (stamped / "submitted" / "bea" / ASSIGNMENT).mkdir(parents=True),
+                   lambda: (stamped / "roster.csv").write_text("id\nada\n"),
+                   lambda: append(stamped / "nbgrader_config.py", "\n"),
+                   commit,
+                   lambda: (stamped / "grades.csv").unlink()):
+        leave_stamp(stamped)
+        assert said() is not None
+        change()
+        assert said() is None
+    header = (stamped / "gradebook.db").read_bytes()[:100]
+    commit()
+    assert (stamped / "gradebook.db").read_bytes()[:100] != header  # its change counter moves

@@ -10,7 +10,9 @@ Why, and the details: docs/design.md#autograd_coursegradinggradebookpy. Rules:
 - **Resuming.** A run skips every submission whose files have not changed since its marker
   (:func:`graded`), unless ``--force``.
 - **One run at a time** (:func:`exclusive`): a run holds the gradebook's grading lock from start
-  to end (PostgreSQL's advisory lock, or a file lock beside a SQLite database).
+  to end (PostgreSQL's advisory lock, or a file lock beside a SQLite database); a run that
+  finds nothing changed holds it while it looks (:func:`free`, :mod:`.idle`), and SQLAlchemy
+  and nbgrader are imported only when the gradebook itself is read or written.
 - **Manual grading survives a regrade**: merging sets only ``auto_score`` and ``auto_comment``.
 - **Late work**: merging writes the timestamp and each notebook's ``late_submission_penalty``
   as the worker computed them (:func:`.tasks.set_dates`); a submission that could not be
@@ -28,11 +30,6 @@ import warnings
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-
-from sqlalchemy import (
-    create_engine,
-    text,
-)
 
 from autograd_course.grading import feedback, record
 from autograd_course.grading.course import Course, CourseError
@@ -188,6 +185,13 @@ def _lock_key(course: Course) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
+def lock_path(course: Course) -> Path:
+    """The file a run locks (:func:`exclusive`) where the gradebook is no server's: beside a
+    SQLite database, else at the course root."""
+    sqlite = course.sqlite_path()
+    return (sqlite.parent / f"{sqlite.name}.lock") if sqlite else course.root / ".grading.lock"
+
+
 @contextlib.contextmanager
 def exclusive(course: Course, wait_message=None) -> Iterator[None]:
     """Hold the gradebook's grading lock: a second run waits here until the first ends.
@@ -195,6 +199,8 @@ def exclusive(course: Course, wait_message=None) -> Iterator[None]:
     ``wait_message()`` is called once when the lock is held by another run.
     """
     if course.db_url.startswith("postgresql"):
+        from sqlalchemy import create_engine, text  # a server's gradebook only
+
         engine = create_engine(course.db_url)
         try:
             with engine.connect() as connection:
@@ -211,22 +217,39 @@ def exclusive(course: Course, wait_message=None) -> Iterator[None]:
         finally:
             engine.dispose()
         return
-    sqlite = course.sqlite_path()
-    lock_path = (sqlite.parent / f"{sqlite.name}.lock") if sqlite else course.root / ".grading.lock"
-    if sys.platform == "win32":  # no flock: a single grading run at a time is up to you
+    with _locked(lock_path(course), wait=True, wait_message=wait_message):
         yield
+
+
+@contextlib.contextmanager
+def free(path: Path) -> Iterator[bool]:
+    """Hold the grading lock file ``path`` (:func:`lock_path`) for the block when no run holds
+    it; yield whether it was free (no wait: a run in progress means work, :mod:`.idle`)."""
+    with _locked(path, wait=False) as held:
+        yield held
+
+
+@contextlib.contextmanager
+def _locked(path: Path, wait: bool, wait_message=None) -> Iterator[bool]:
+    """Hold an exclusive lock on the file ``path``, waiting for it (``wait_message()`` once)
+    or not; yield whether it is held."""
+    if sys.platform == "win32":  # no flock: a single grading run at a time is up to you
+        yield True
         return
     import fcntl
 
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "a") as handle:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            if not wait:
+                yield False
+                return
             if wait_message:
                 wait_message()
             fcntl.flock(handle, fcntl.LOCK_EX)
         try:
-            yield
+            yield True
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)

@@ -192,22 +192,24 @@ def unlisted(roster: Roster, students: list[str]) -> list[str]:
 NAMED = 20
 
 
-def use(course: Course, roster: Roster, students: list[str]) -> None:
+def use(course: Course, roster: Roster, students: list[str]) -> list[str]:
     """Put ``roster`` into ``course``'s gradebook (:func:`apply`) and say so: a line on
     stdout, and a warning on stderr for the ignored columns and for the ``students`` about to
     be graded that the roster does not list (through tqdm, which keeps a progress bar on the
-    terminal whole)."""
+    terminal whole). Return the warnings (which a run with nothing to do says again,
+    :mod:`.idle`)."""
     from tqdm import tqdm
 
     added, changed = apply(course, roster)
     tqdm.write(f"roster {roster.path.name}: {len(roster.students)} students ({added} new in "
                f"the gradebook, {changed} with names updated)", file=sys.stdout)
-    for line in roster.warnings:
-        tqdm.write(f"WARNING: {line}", file=sys.stderr)
+    said = list(roster.warnings)
     missing = unlisted(roster, students)
     if missing:
         shown = ", ".join(missing[:NAMED]) + (f" and {len(missing) - NAMED} more"
                                               if len(missing) > NAMED else "")
-        tqdm.write(f"WARNING: {roster.path.name} does not list {len(missing)} of the students "
-                   f"of this run (graded all the same, with no name from it): {shown}",
-                   file=sys.stderr)
+        said.append(f"{roster.path.name} does not list {len(missing)} of the students of this "
+                    f"run (graded all the same, with no name from it): {shown}")
+    for line in said:
+        tqdm.write(f"WARNING: {line}", file=sys.stderr)
+    return said

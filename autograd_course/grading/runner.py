@@ -44,6 +44,7 @@ class Summary:
 
     outcomes: list[Outcome] = field(default_factory=list)
     skipped: list[Submission] = field(default_factory=list)  # graded before, unchanged
+    warnings: list[str] = field(default_factory=list)  # the roster's (written already)
 
 
 def budgets_of(course: Course, bundle: Bundle) -> dict[str, float]:
@@ -153,7 +154,8 @@ def grade_class(course: Course, submissions: list[Submission], *, jobs: int = 1,
     summary = Summary()
     with gradebook.exclusive(course, on_wait):
         if class_roster is not None:
-            roster.use(course, class_roster, [s.student for s in submissions])
+            summary.warnings = roster.use(course, class_roster,
+                                          [s.student for s in submissions])
         todo = []
         marks = {a: gradebook.graded(course, a) for a in {s.assignment for s in submissions}}
         dates = course.dates(submissions)
