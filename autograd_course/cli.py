@@ -275,12 +275,13 @@ def grade_in_full(args, stamp) -> int:
         summary = runner.grade_class(
             course, submissions, jobs=args.jobs, scheduler=args.scheduler, force=args.force,
             on_done=progress, settings=settings,
-            rename_notebook=args.rename_notebook,
+            rename_notebook=args.rename_notebook, on_merged=lambda: stamp.graded(course),
             on_wait=lambda: progress.write("another grading run holds this gradebook: "
                                            "waiting for it to finish..."))
     finally:
         progress.close()
-    stamp.graded(course)
+    if not summary.settled:  # the gradebook moved while this run graded
+        stamp.drop()
     warned += summary.warnings
     if summary.skipped:
         print(f"{len(summary.skipped)} submissions were graded before and have not changed: "

@@ -4,11 +4,14 @@ and what its start-up imports (a grade run with nothing to do: grading/idle.py).
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -16,7 +19,7 @@ import pytest
 from support.commands import ASSIGNMENT, run
 
 from autograd_course import cli
-from autograd_course.grading import gradebook, idle, runner
+from autograd_course.grading import gradebook, idle, runner, tasks
 from autograd_course.grading.course import Course, Submission
 from autograd_course.grading.release import generate
 from autograd_course.lab import selfstudy
@@ -350,3 +353,87 @@ def test_a_stamp_stands_only_while_nothing_it_fingerprinted_changed(stamped):
     header = (stamped / "gradebook.db").read_bytes()[:100]
     commit()
     assert (stamped / "gradebook.db").read_bytes()[:100] != header  # its change counter moves
+
+
+def test_a_symbolic_link_where_a_walk_goes_deep_leaves_no_stamp(stamped):
+    # a run reads through submitted/bea into elsewhere/, where a walk that does not follow
+    # the link would see no edit
+    elsewhere = stamped / "elsewhere" / ASSIGNMENT
+    elsewhere.mkdir(parents=True)
+    (elsewhere / f"{ASSIGNMENT}.ipynb").write_text("{}")
+    (stamped / "submitted" / "bea").symlink_to(stamped / "elsewhere")
+    kept = stamped / ".autograd-course-cache" / idle.STAMP_FILE
+    kept.unlink()
+    leave_stamp(stamped)
+    assert not kept.exists()
+
+
+def test_a_submissions_pycache_is_fingerprinted(stamped):
+    # grading takes a submission's __pycache__ in (intake.scan): only the package's is left out
+    cached = stamped / "submitted" / "ada" / ASSIGNMENT / "__pycache__" / "helper.cpython.pyc"
+    cached.parent.mkdir()
+    cached.write_bytes(b"x")
+    leave_stamp(stamped)
+    assert idle.Stamp(stamped, ASKED).last() is not None
+    cached.write_bytes(b"yy")
+    assert idle.Stamp(stamped, ASKED).last() is None
+
+
+def test_a_same_size_write_under_times_that_do_not_move_is_seen(stamped, monkeypatch):
+    Course.load(stamped)  # nbgrader's config read once, before the clock stands still
+    frozen, lstat = time.time_ns(), os.lstat
+
+    class Coarse:  # a file system whose times have not moved since the test began
+        def __init__(self, info):
+            self.info = info
+
+        def __getattr__(self, name):
+            return frozen if name in ("st_mtime_ns", "st_ctime_ns") else getattr(self.info, name)
+
+    monkeypatch.setattr(idle, "FRESH_NS", 600 * 10**9, raising=False)  # however slow the run
+    monkeypatch.setattr(idle.os, "lstat", lambda path: Coarse(lstat(path)))
+    leave_stamp(stamped)
+    assert idle.Stamp(stamped, ASKED).last() is not None
+    (stamped / "grades.csv").write_text("student_id,scorf\n")  # the same size, the same inode
+    assert idle.Stamp(stamped, ASKED).last() is None
+
+
+def test_a_due_date_moved_while_grading_is_told_under_the_lock(stamped, monkeypatch):
+    course, ada = Course.load(stamped), Submission("ada", ASSIGNMENT)
+
+    def due(date: str) -> None:  # as formgrader commits it, without the grading lock
+        with warnings.catch_warnings(), course.gradebook() as gb:
+            warnings.simplefilter("ignore")
+            gb.update_or_create_assignment(ASSIGNMENT, duedate=date)
+
+    due("2026-11-30 11:00:00")
+    with warnings.catch_warnings(), course.gradebook() as gb:  # ada's graded: nothing to do
+        warnings.simplefilter("ignore")
+        gradebook.MARKERS.write(gb, ASSIGNMENT, "ada", tasks.make_task(course, ada).digest)
+        gb.db.commit()
+
+    def grade() -> tuple[idle.Stamp, bool]:
+        stamp, held = idle.Stamp(stamped, ASKED), []
+
+        def on_merged():
+            with gradebook.free(gradebook.lock_path(course)) as free:
+                held.append(not free)
+            stamp.graded(course)
+
+        stamp.inputs(course)
+        summary = runner.grade_class(course, [ada], on_merged=on_merged)
+        assert held == [True] and summary.skipped == [ada]
+        return stamp, summary.settled
+
+    stamp, settled = grade()
+    assert settled  # and what was fingerprinted under the lock is what is there now
+    assert idle._again(stamp.taken["graded"]) == stamp.taken["graded"]
+    make_task = tasks.make_task
+
+    def and_formgrader_moves_the_due_date(*args, **kwargs):
+        task = make_task(*args, **kwargs)
+        due("2026-12-01 11:00:00")
+        return task
+
+    monkeypatch.setattr(runner.tasks, "make_task", and_formgrader_moves_the_due_date)
+    assert not grade()[1]

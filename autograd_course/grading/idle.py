@@ -8,13 +8,15 @@ that follow. A run with nothing new to grade would pay all that to write the sam
 So every run that ends well leaves a **stamp** (:class:`Stamp`, in the course's cache folder):
 
 - what it was asked: the assignments and students named, and ``--rename-notebook``;
-- fingerprints (:func:`fingerprint`: each path's type, size, times and inode, a folder's with
+- fingerprints (:func:`walk`: each path's type, size, times and inode, a folder's with
   everything under it) of what it read, taken before it read them: the config files nbgrader
-  reads and the environment variables their text names, this package's files and the folder
-  nbgrader is installed in, the roster, source/ and submitted/; of what grading writes, taken
-  once its merges were done and before the feedback, the export and the report read them: the
-  gradebook (SQLite's file, with its header, whose change counter moves at every commit),
-  records/, autograded/ and feedback/; and of grades.csv and the class reports, once written;
+  reads and the environment variables their text names, this package's files (its
+  ``__pycache__`` folders, which Python writes, left out: nowhere else) and the folder nbgrader
+  is installed in, the roster, source/ and submitted/; of what grading writes, taken once its
+  merges were done, with the grading lock still held, and before the feedback, the export and
+  the report read them: the gradebook (SQLite's file, with its header, whose change counter
+  moves at every commit), records/, autograded/ and feedback/; and of grades.csv and the class
+  reports, once written;
 - what a run with nothing to do says: the warnings, the report and grades lines, the summary.
 
 The next run asked the same, where every fingerprint is what the stamp holds
@@ -26,9 +28,24 @@ before: no stamp, or one that another user could have written; another question;
 difference; a gradebook that is not a SQLite file in rollback-journal mode (a PostgreSQL
 server, SQLite's WAL); a layout where a step's folder does not hold its submissions;
 ``--force`` or ``--zip``. A write after a fingerprint was taken changes it, so the stamp is
-only ever a shortcut: deleting it costs one full run. What the stamp cannot see is a config
-that takes its values from elsewhere (another file, an environment variable its text does not
-name).
+only ever a shortcut: deleting it costs one full run.
+
+Where a fingerprint could miss what a run reads, no stamp is left. A symbolic link met where a
+walk goes deep (a student's folder linked elsewhere, a linked config file): a run reads
+through it, a walk does not; fingerprinting the link's target as well would have to follow
+links safely (loops, links out of the course), so a link simply costs the stamp. The
+gradebook moved while the run graded (formgrader's new due date or extension, committed after
+the run read them): once the graded fingerprint is taken, the run reads the due dates,
+extensions and markers again, still under the lock (:attr:`.runner.Summary.settled`), and
+leaves no stamp unless each submission's marker is still what it was graded or kept under and
+its dates are those it was decided with (a commit after that moves the header).
+
+A file whose modification or change time is within :data:`FRESH_NS` (2 s) of its walk, or
+later, is fingerprinted by its content too (and so again by the next run): on a file system
+with coarse times, a same-size write just after the walk could leave the times as they were.
+The times must be the file's own: a network file system whose change times are unreliable
+(set by a client's clock, or cached) is a limit of the stamp, as is a config that takes its
+values from elsewhere (another file, an environment variable its text does not name).
 """
 
 from __future__ import annotations
@@ -41,6 +58,7 @@ import re
 import stat
 import sys
 import tempfile
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -57,14 +75,36 @@ CONFIG_NAMES = ("nbgrader_config.py", "nbgrader_config.json", "jupyter_config.py
 #: The first bytes of a SQLite database file, and where its header says rollback-journal mode.
 SQLITE_MAGIC, SQLITE_LEGACY = b"SQLite format 3\0", b"\1\1"
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: A file changed this recently (nanoseconds) when fingerprinted, or later, is fingerprinted by
+#: its content too: a file system whose times are coarse could give a same-size write after
+#: the fingerprint the same times.
+FRESH_NS = 2_000_000_000
 
 
-def fingerprint(paths: Iterable[Path], shallow: Iterable[Path] = ()) -> str:
-    """A digest of ``paths`` as they are now: each one's type, size, modification and change
-    times and inode (or its absence), and a folder's the same of everything under it (links are
-    not followed; ``__pycache__`` folders, which Python writes, are left out); ``shallow``
-    folders count by their own entry only (one that gains or loses an entry changes)."""
-    digest = hashlib.sha256()
+class Walk:
+    """What :func:`walk` saw: the ``digest``; whether a deep walk met a symbolic ``link``;
+    the regular files it found ``fresh`` (changed within :data:`FRESH_NS` of the walk, or
+    later: their content went into the digest)."""
+
+    def __init__(self) -> None:
+        self.hash, self.link, self.fresh = hashlib.sha256(), False, []
+
+    @property
+    def digest(self) -> str:
+        return self.hash.hexdigest()
+
+
+def walk(paths: Iterable[Path], shallow: Iterable[Path] = (), skip: Iterable[str] = (),
+         read: Iterable[str] | None = None) -> Walk:
+    """Walk ``paths`` as they are now, into :class:`Walk`'s digest: each one's type, size,
+    modification and change times and inode (or its absence), and a folder's the same of
+    everything under it but the entries named in ``skip``; links are not followed (a deep walk
+    that meets one says so); ``shallow`` folders count by their own entry only (one that gains
+    or loses an entry changes). The content of a regular file goes in too where its times are
+    too new to tell a later same-size write apart (fresh): those of ``read``, when given (what
+    the walk being repeated found fresh), else those found so now."""
+    seen, skip = Walk(), set(skip)
+    since = time.time_ns() - FRESH_NS
     todo = [(Path(p), True) for p in reversed(list(paths))]
     todo += [(Path(p), False) for p in shallow]
     while todo:
@@ -73,18 +113,36 @@ def fingerprint(paths: Iterable[Path], shallow: Iterable[Path] = ()) -> str:
         try:
             info = os.lstat(path)
         except OSError as exc:
-            digest.update(name + f"\0{exc.errno}\n".encode())
+            seen.hash.update(name + f"\0{exc.errno}\n".encode())
             continue
-        digest.update(name + f"\0{info.st_mode:o} {info.st_size} {info.st_mtime_ns} "
-                             f"{info.st_ctime_ns} {info.st_ino}\n".encode())
+        seen.hash.update(name + f"\0{info.st_mode:o} {info.st_size} {info.st_mtime_ns} "
+                                f"{info.st_ctime_ns} {info.st_ino}\n".encode())
+        seen.link |= deep and stat.S_ISLNK(info.st_mode)
+        if stat.S_ISREG(info.st_mode) and (
+                str(path) in read if read is not None
+                else max(info.st_mtime_ns, info.st_ctime_ns) >= since):
+            seen.fresh.append(str(path))
+            seen.hash.update(_content(path).encode())
         if deep and stat.S_ISDIR(info.st_mode):
             try:
                 names = sorted(os.listdir(path), reverse=True)
             except OSError as exc:
-                digest.update(f"unlisted {exc.errno}\n".encode())
+                seen.hash.update(f"unlisted {exc.errno}\n".encode())
                 continue
-            todo += [(path / n, True) for n in names if n != "__pycache__"]
-    return digest.hexdigest()
+            todo += [(path / n, True) for n in names if n not in skip]
+    return seen
+
+
+def _content(path: Path) -> str:
+    """The SHA-256 of the file ``path``'s bytes (an error's number when it cannot be read)."""
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except OSError as exc:
+        return f"unread {exc.errno}\n"
+    return f"content {digest.hexdigest()}\n"
 
 
 def config_paths(root: Path) -> list[Path]:
@@ -96,10 +154,12 @@ def config_paths(root: Path) -> list[Path]:
     return [Path(folder) / name for folder in folders for name in CONFIG_NAMES]
 
 
-def _config_digest(root: Path) -> str:
+def _config_digest(root: Path) -> str | None:
     """The fingerprint of the config and the code a run of ``root`` runs with: the config
-    files, the environment variables their text names, the package's version and files, the
-    Python and the folder nbgrader is installed in (an install or upgrade there changes it)."""
+    files, the environment variables their text names, the package's version and files (but
+    the ``__pycache__`` folders Python writes there), the Python and the folder nbgrader is
+    installed in (an install or upgrade there changes it); None where a symbolic link stands
+    among them (:func:`walk`)."""
     import importlib.util
 
     import autograd_course
@@ -114,9 +174,13 @@ def _config_digest(root: Path) -> str:
     named = sorted((key, value) for key, value in os.environ.items() if key in names)
     spec = importlib.util.find_spec("nbgrader")
     installed = [Path(spec.origin).parent.parent] if spec and spec.origin else []
-    code = fingerprint([*paths, Path(autograd_course.__file__).parent], shallow=installed)
-    return hashlib.sha256(json.dumps([__version__, sys.executable, named, code]).encode()
-                          ).hexdigest()
+    config = walk(paths)
+    code = walk([Path(autograd_course.__file__).parent], shallow=installed,
+                skip=["__pycache__"])
+    if config.link or code.link:
+        return None
+    return hashlib.sha256(json.dumps([__version__, sys.executable, named, config.digest,
+                                      code.digest]).encode()).hexdigest()
 
 
 def _sqlite_header(path: Path) -> str | None:
@@ -132,18 +196,25 @@ def _sqlite_header(path: Path) -> str | None:
     return head.hex()
 
 
-def _part(paths: list, sqlite: str | None = None, lock: str | None = None) -> dict:
-    """One part of a stamp: ``paths`` and their :func:`fingerprint`; for the gradebook, also
-    its SQLite file, that file's header, and the file of its grading lock."""
-    part = {"paths": [str(p) for p in paths], "digest": fingerprint(Path(p) for p in paths)}
+def _part(paths: list, sqlite: str | None = None, lock: str | None = None,
+          read: list | None = None) -> dict | None:
+    """One part of a stamp: ``paths``, their :func:`walk`'s digest and the files it found
+    fresh (``read``: those of the part being taken again); for the gradebook, also its SQLite
+    file, that file's header, and the file of its grading lock. None where the walk met a
+    symbolic link (a run reads through it: what it points to is not fingerprinted)."""
+    seen = walk((Path(p) for p in paths), read=read)
+    if seen.link:
+        return None
+    part = {"paths": [str(p) for p in paths], "digest": seen.digest, "read": seen.fresh}
     if sqlite is not None:
         part |= {"sqlite": sqlite, "header": _sqlite_header(Path(sqlite)), "lock": lock}
     return part
 
 
-def _again(part: dict) -> dict:
+def _again(part: dict) -> dict | None:
     """``part`` (of a stamp) taken again now."""
-    return _part(part["paths"], **{key: part[key] for key in ("sqlite", "lock") if key in part})
+    return _part(part["paths"], read=part["read"],
+                 **{key: part[key] for key in ("sqlite", "lock") if key in part})
 
 
 def _holds_its_submissions(course: Course, step: str) -> bool:
@@ -166,8 +237,9 @@ class Stamp:
     def __init__(self, root: str | Path, asked: dict):
         self.root = Path(root).resolve()
         self.path = self.root / CACHE / STAMP_FILE
-        self.taken: dict | None = {"root": str(self.root), "asked": asked,
-                                   "config": _config_digest(self.root)}
+        config = _config_digest(self.root)
+        self.taken: dict | None = None if config is None else {
+            "root": str(self.root), "asked": asked, "config": config}
 
     def last(self) -> dict | None:
         """What the last run said, when its stamp is this user's alone, it was asked the same
@@ -193,31 +265,41 @@ class Stamp:
         """Fingerprint what the run reads besides the config: call it before it is read."""
         if not _holds_its_submissions(course, "submitted"):
             self.taken = None
-        elif self.taken is not None:
-            self.taken["inputs"] = _part([roster.path_of(course),
-                                               course.directory("source"),
-                                               course.directory("submitted")])
+        else:
+            self._take("inputs", _part([roster.path_of(course), course.directory("source"),
+                                        course.directory("submitted")]))
 
     def graded(self, course: Course) -> None:
-        """Fingerprint what grading wrote: call it once the merges are done, before anything
-        reads them for the feedback, the export or the report."""
+        """Fingerprint what grading wrote: call it once the merges are done, with the grading
+        lock still held (:func:`.runner.grade_class`'s ``on_merged``), before anything reads
+        them for the feedback, the export or the report."""
         sqlite = course.sqlite_path()
         if (self.taken is None or sqlite is None or not sqlite.is_absolute()
                 or not all(_holds_its_submissions(course, s) for s in ("autograded", "feedback"))):
             self.taken = None
             return
-        self.taken["graded"] = _part(
+        self._take("graded", _part(
             [sqlite, sqlite.with_name(sqlite.name + "-journal"),
              sqlite.with_name(sqlite.name + "-wal"), record.store(course.root).root,
              course.directory("autograded"), course.directory("feedback")],
-            sqlite=str(sqlite), lock=str(gradebook.lock_path(course)))
-        if self.taken["graded"]["header"] is None:
+            sqlite=str(sqlite), lock=str(gradebook.lock_path(course))))
+        if self.taken is not None and self.taken["graded"]["header"] is None:
             self.taken = None
 
     def outputs(self, paths: list[Path]) -> None:
         """Fingerprint the files the run wrote last (grades.csv, the class reports)."""
-        if self.taken is not None:
-            self.taken["outputs"] = _part(paths)
+        self._take("outputs", _part(paths))
+
+    def drop(self) -> None:
+        """Leave no stamp at this run's end (what it read may have moved under it)."""
+        self.taken = None
+
+    def _take(self, name: str, part: dict | None) -> None:
+        """Keep ``part`` as the stamp's part ``name``; None (a link met) drops the stamp."""
+        if part is None:
+            self.taken = None
+        elif self.taken is not None:
+            self.taken[name] = part
 
     def leave(self, said: dict) -> None:
         """Write the stamp, with ``said`` (what a run with nothing to do says: ``submissions``,

@@ -45,6 +45,9 @@ class Summary:
     outcomes: list[Outcome] = field(default_factory=list)
     skipped: list[Submission] = field(default_factory=list)  # graded before, unchanged
     warnings: list[str] = field(default_factory=list)  # the roster's (written already)
+    #: With ``on_merged``: the gradebook, read again after it, still held each submission's
+    #: marker as this run left or kept it, and the dates it was decided with.
+    settled: bool = False
 
 
 def budgets_of(course: Course, bundle: Bundle) -> dict[str, float]:
@@ -131,12 +134,15 @@ def grade_class(course: Course, submissions: list[Submission], *, jobs: int = 1,
                 scheduler: str | None = None, force: bool = False,
                 on_done: Callable[[Outcome, int, int], None] | None = None,
                 on_wait: Callable[[], None] | None = None,
-                settings: dict | None = None, rename_notebook: bool = False) -> Summary:
+                settings: dict | None = None, rename_notebook: bool = False,
+                on_merged: Callable[[], None] | None = None) -> Summary:
     """Grade ``submissions`` (skipping the unchanged graded ones unless ``force``); merge
     each into the course as it comes. ``on_done(outcome, done, total)`` after each merge.
     ``rename_notebook``: a folder's only notebook, misnamed, is graded under the expected
     name (:func:`.tasks.make_task`). A submission is unchanged when its files, its due date
     and its extension are (the due date and extension are read from the gradebook here).
+    ``on_merged()`` is called once every merge is done, the grading lock still held; the
+    gradebook is then read again (:func:`_settled`: ``Summary.settled``).
 
     The course's roster (:mod:`.roster`), when there is one, is read first (one that cannot be
     read stops the run before anything is graded) and put into the gradebook, names and all.
@@ -156,16 +162,18 @@ def grade_class(course: Course, submissions: list[Submission], *, jobs: int = 1,
         if class_roster is not None:
             summary.warnings = roster.use(course, class_roster,
                                           [s.student for s in submissions])
-        todo = []
+        todo, decided = [], {}
         marks = {a: gradebook.graded(course, a) for a in {s.assignment for s in submissions}}
         dates = course.dates(submissions)
         for submission in submissions:
             task = tasks.make_task(course, submission, dates, rename=rename_notebook)
+            decided[submission] = task.digest
             if not force and marks[submission.assignment].get(submission.student) == task.digest:
                 summary.skipped.append(submission)
             else:
                 todo.append(task)
         if not todo:
+            _merged(course, summary, decided, dates, on_merged)
             return summary
         bundle = bundle_for(course, sorted({t.submission.assignment for t in todo}),
                             settings or {})
@@ -198,9 +206,26 @@ def grade_class(course: Course, submissions: list[Submission], *, jobs: int = 1,
             raise Interrupted(len(summary.outcomes), len(todo) - len(summary.outcomes)) from None
         finally:
             results.close()  # its children and their kernels are stopped
+        _merged(course, summary, decided, dates, on_merged)
     order = {s: i for i, s in enumerate(submissions)}
     summary.outcomes.sort(key=lambda o: order[o.submission])
     return summary
+
+
+def _merged(course: Course, summary: Summary, decided: dict[Submission, str], dates: dict,
+            on_merged: Callable[[], None] | None) -> None:
+    """Once every merge is done, under the grading lock: ``on_merged()``, then
+    ``summary.settled``: whether the gradebook, read again, still holds each submission's
+    marker as ``decided`` (the digest it was graded or kept under) and the due date and
+    extension of ``dates`` it was decided with (formgrader commits without the lock)."""
+    if on_merged is None:
+        return
+    on_merged()
+    fresh = course.dates(list(decided))
+    marks = {a: gradebook.graded(course, a) for a in {s.assignment for s in decided}}
+    summary.settled = all(
+        fresh.get(s, (None, None))[:2] == dates.get(s, (None, None))[:2]
+        and marks[s.assignment].get(s.student) == digest for s, digest in decided.items())
 
 
 # -- worker processes on this machine ----------------------------------------------------
