@@ -6,7 +6,7 @@
                           [--zip FILE [--layout course|canvas|moodle] [--timestamp ISO]]
                           [--rename-notebook] [--force] [--require-sandbox]
     autograd-course start ASSIGNMENT                     a learner's working copy, in work/
-    autograd-course check NOTEBOOK... [--student ID]     a learner's self-check
+    autograd-course check NOTEBOOK... [--student ID] [--cold]   a learner's self-check
     autograd-course validate NOTEBOOK...                 the visible tests, one line each
     autograd-course demo [--assignment A] [--out DIR] [--jobs N]   a dry run, synthetic class
     autograd-course feedback [ASSIGNMENT...] [--student ID...]   pages the gradebook changed
@@ -29,6 +29,7 @@ import os
 import stat
 import sys
 import tempfile
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -374,30 +375,77 @@ def notebooks_of(names: list[str]) -> list[Path]:
     return [Path(name) for name in names]
 
 
-def cmd_check(args) -> int:
+def student_lines(notebook: Path, student: str | None,
+                  environ: Mapping[str, str]) -> tuple[str, list[str]]:
+    """The student id ``notebook`` is checked as, and ``check``'s line saying where it came
+    from (:func:`.selfcheck.student_and_origin`, in ``environ``)."""
     from autograd_course.grading import selfcheck
+
+    found, origin = selfcheck.student_and_origin(notebook, student, environ)
+    origins = STUDENT_ORIGIN_IN_LAB if environ.get(CHECKED_FROM) else STUDENT_ORIGIN
+    return found, selfcheck.wrapped(
+        f"  student id: {safe(found)} ({origins[origin].format(student=safe(found))})")
+
+
+def verdict_lines(root: Path, notebook: Path, student: str) -> tuple[list[str], str | None]:
+    """``check``'s report of ``notebook`` graded as ``student``; or the line saying why it
+    could not be graded, with that reason's line on stderr (else None)."""
+    from autograd_course.grading import selfcheck
+
+    try:  # one notebook's failure is its own: the next one is checked
+        records = check_notebook(root, notebook.resolve(), student)
+    except CourseError as exc:
+        return (selfcheck.wrapped(f"  FAILED {safe(str(exc))}"),
+                f"autograd-course check: {safe(str(exc))}")
+    return selfcheck.result_lines(records, notebook.stem), None
+
+
+def check_lines(root: Path, notebook: Path, student: str | None,
+                environ: Mapping[str, str]) -> tuple[list[str], str | None]:
+    """What ``check`` prints of ``notebook`` after its path (:func:`student_lines`, then
+    :func:`verdict_lines`), and its line on stderr or None: what the warm check's service
+    answers (:mod:`.grading.checkserver`)."""
+    found, said = student_lines(notebook, student, environ)
+    lines, error = verdict_lines(root, notebook, found)
+    return said + lines, error
+
+
+def _checked_here(args, notebooks: int) -> Path:
+    """Get this process ready to check ``notebooks`` notebooks itself (cold); the course
+    root."""
     from autograd_course.grading.boundary import warm
 
-    notebooks = notebooks_of(args.notebooks)
     root = Course.load(args.course).root
-    warm.plan(len(notebooks))  # warm kernels from the second notebook on; none for one
-    origins = STUDENT_ORIGIN_IN_LAB if os.environ.get(CHECKED_FROM) else STUDENT_ORIGIN
+    warm.plan(notebooks)  # warm kernels from the second notebook on; none for one
+    return root
+
+
+def cmd_check(args) -> int:
+    from autograd_course.lab import warmcheck
+
+    notebooks = notebooks_of(args.notebooks)
+    environ = dict(os.environ) | ({warmcheck.SWITCH: "0"} if args.cold else {})
+    root = Path(args.course).resolve()
+    # JupyterLab's warm check answers while it is there; else this process checks
+    asking = warmcheck.reachable(root, environ)
+    if not asking:
+        root = _checked_here(args, len(notebooks))
     failed = 0
     for name, notebook in zip(args.notebooks, notebooks, strict=True):
-        student, origin = selfcheck.student_and_origin(notebook, args.student)
-        print(safe(shown_path(name)))
-        print("\n".join(selfcheck.wrapped(
-            f"  student id: {safe(student)} ({origins[origin].format(student=safe(student))})"
-        )), flush=True)
-        try:  # one notebook's failure is its own: the next one is checked
-            records = check_notebook(root, notebook.resolve(), args.student)
-        except CourseError as exc:
+        print(safe(shown_path(name)), flush=True)
+        answer = warmcheck.ask(root, notebook, args.student, environ) if asking else None
+        if answer is None:
+            if asking:
+                root, asking = _checked_here(args, len(notebooks)), False
+            student, said = student_lines(notebook, args.student, environ)
+            print("\n".join(said), flush=True)
+            lines, error = verdict_lines(root, notebook, student)
+        else:
+            lines, error = answer["lines"], answer["error"]
+        print("\n".join(lines), flush=True)
+        if error:
             failed += 1
-            print("\n".join(selfcheck.wrapped(f"  FAILED {safe(str(exc))}")), flush=True)
-            print(f"autograd-course check: {safe(str(exc))}", file=sys.stderr)
-            continue
-        for line in selfcheck.result_lines(records, notebook.stem):
-            print(line)
+            print(error, file=sys.stderr)
     return 2 if failed else 0
 
 
@@ -592,6 +640,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--student", metavar="ID",
                    help="check as this student (default: submitted/ID/... in the path, else "
                         "your user name): the hidden inputs depend on it, as in grading")
+    p.add_argument("--cold", action="store_true",
+                   help="check in this process, even where JupyterLab keeps a warm check "
+                        "ready for the course (the same verdict, slower)")
     p.set_defaults(run=cmd_check)
 
     p = commands.add_parser(

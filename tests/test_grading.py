@@ -26,6 +26,7 @@ from autograd_course.grading import record, scan
 from autograd_course.grading.boundary import sandbox
 from autograd_course.grading.preprocessors import strip_hidden_tests
 from autograd_course.grading.terminal import safe
+from autograd_course.lab import warmcheck
 from autograd_course.testkit import classes as course
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
@@ -84,20 +85,35 @@ def graded(tmp_path_factory, root):
         return (course.nbgrader(base, "autograde", "toy", "--force"),
                 course.nbgrader(base, "generate_feedback", "toy", "--force"))
 
-    # Four independent gradings at once (each waits on kernels much of the time): plain
-    # nbgrader, autograd-course grade on a copy, the self-check of every notebook (it only
-    # reads the course), and the honest students alone in a class of their own.
-    with ThreadPoolExecutor(4) as pool:
-        by_plain = pool.submit(plain_nbgrader)
-        by_cli = pool.submit(run, "grade", "toy", "--jobs", "2", "--require-sandbox",
-                             cwd=parallel)
-        checked = pool.submit(run, "--course", str(base), "check", *notebooks, cwd=base)
-        alone = pool.submit(course.nbgrader, honest, "autograde", "toy", "--force")
-        (plain, feedback), by_cli, checked, alone = (
-            by_plain.result(), by_cli.result(), checked.result(), alone.result())
+    # JupyterLab's warm check for the course (lab/warmcheck.py), in a runtime folder of its own
+    runtime = tmp_path_factory.mktemp("runtime")
+    runtime.chmod(0o700)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("JUPYTER_RUNTIME_DIR", str(runtime))
+        service = warmcheck.Service(base)
+        assert service.start() and service.listening(60)
+    # Five independent gradings at once (each waits on kernels much of the time): plain
+    # nbgrader, autograd-course grade on a copy, the self-check of every notebook cold and
+    # warm (they only read the course), and the honest students alone in a class of their own.
+    try:
+        with ThreadPoolExecutor(5) as pool:
+            by_plain = pool.submit(plain_nbgrader)
+            by_cli = pool.submit(run, "grade", "toy", "--jobs", "2", "--require-sandbox",
+                                 cwd=parallel)
+            checked = pool.submit(run, "--course", str(base), "check", "--cold", *notebooks,
+                                  cwd=base)
+            warm = pool.submit(run, "--course", str(base), "check", *notebooks, cwd=base,
+                               env={"JUPYTER_RUNTIME_DIR": str(runtime)})
+            alone = pool.submit(course.nbgrader, honest, "autograde", "toy", "--force")
+            (plain, feedback), by_cli, checked, warm, alone = (
+                by_plain.result(), by_cli.result(), checked.result(), warm.result(),
+                alone.result())
+    finally:
+        service.stop()
     return dict(base=base, parallel=parallel, plain=plain, feedback=feedback, cli=by_cli,
-                checked=checked, honest=honest, alone=alone, before=before,
-                after=digest(*protected), protected=protected, submitted=submitted)
+                checked=checked, warm=warm, answered_warm=service.answered(), honest=honest,
+                alone=alone, before=before, after=digest(*protected), protected=protected,
+                submitted=submitted)
 
 
 def _record(where: Path, student: str) -> record.GradeRecord:
@@ -111,7 +127,7 @@ def _said(rec: record.GradeRecord) -> str:
 
 @pytest.mark.class_grading
 def test_every_grader_ran_to_the_end(graded):
-    for key in ("plain", "feedback", "cli", "checked", "alone"):
+    for key in ("plain", "feedback", "cli", "checked", "warm", "alone"):
         assert graded[key].returncode == 0, (key, graded[key].stderr[-3000:])
 
 
@@ -186,6 +202,30 @@ def test_check_gives_the_verdict_of_grade_for_every_case(graded):
             # the report breaks long entries at spaces: compare the words
             assert " ".join((line + said).split()) in " ".join(block.split()), (student, line)
         assert f"total: {rec.score:g}/{rec.max_score:g}" in block
+
+
+def _blocks(report: str) -> dict[str, str]:
+    """``check``'s report of each student's notebook (submitted/STUDENT/toy/toy.ipynb)."""
+    blocks = report.split("submitted/")[1:]
+    return {block.split("/", 1)[0]: block for block in blocks}
+
+
+@pytest.mark.class_grading
+def test_the_warm_check_gives_the_cold_checks_report_for_every_case(graded):
+    assert graded["answered_warm"] == len(hostile_class.CASES), "every check was answered warm"
+    cold, warm = _blocks(graded["checked"].stdout), _blocks(graded["warm"].stdout)
+    assert set(cold) == set(warm) == set(hostile_class.CASES)
+    for student, case in hostile_class.CASES.items():
+        if case.racy:  # the scores, not the wording of a race
+            scores = [(line.split()[:3]) for line in cold[student].splitlines()
+                      if line.strip().startswith(("PASS", "FAIL", "total:"))]
+            assert scores == [(line.split()[:3]) for line in warm[student].splitlines()
+                              if line.strip().startswith(("PASS", "FAIL", "total:"))], student
+            continue
+        assert warm[student] == cold[student], student
+    said = [[line for line in graded[key].stderr.splitlines()
+             if line.startswith("autograd-course check:")] for key in ("warm", "checked")]
+    assert said[0] == said[1]  # (a library's warnings go to the service's log)
 
 
 @pytest.mark.class_grading

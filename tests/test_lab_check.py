@@ -3,7 +3,8 @@
 A course with a grader secret (the test kit's ``make_course``) is served by a real JupyterLab
 as `make lab` serves it; the instructor releases 01_gradients to the course's exchange, and
 the Assignment List's own endpoint fetches it to ``<root>/01_gradients/``, where a learner's
-copy lives. The notebook of release/ gets an answer that the hidden tests catch (right on the
+copy lives. The server keeps the course's warm check (lab/warmcheck.py), which the cell and the
+command ask. The notebook of release/ gets an answer that the hidden tests catch (right on the
 visible example only), the fetched one the reference answers. Headless Chromium opens each,
 selects the check cell and runs it with Shift+Enter; the report it prints after its first line
 (which file, saved when) must be, line for line, what `autograd-course check` prints for the
@@ -22,9 +23,9 @@ from pathlib import Path
 import nbformat
 import pytest
 from support.browser import CHROMIUM, chromium
-from support.lab import TOKEN, running_lab
+from support.lab import TOKEN, lab_check, running_lab
 
-from autograd_course.lab import selfstudy
+from autograd_course.lab import selfstudy, warmcheck
 from autograd_course.testkit import WRONG_ANSWERS, classes
 
 pytestmark = [pytest.mark.lab_check, pytest.mark.services]
@@ -37,12 +38,6 @@ PLACES = {"release": f"release/{ASSIGNMENT}/{ASSIGNMENT}.ipynb",
           "fetched": f"{ASSIGNMENT}/{ASSIGNMENT}.ipynb"}
 #: The lines of a report that say a result: each question's, the total.
 RESULT = re.compile(r"^\s*(PASS|FAIL) \S+: |^\s*total: ")
-#: The check cell as JupyterLab shows it, and its outputs.
-CHECK_CELL = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell:has-text('check_saved_notebook')"
-#: The name of the notebook's kernel in its toolbar ("No Kernel" until its session has one).
-KERNEL_NAME = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Toolbar-kernelName"
-#: The notebook's kernel, idle.
-IDLE = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook-ExecutionIndicator[data-status='idle']"
 
 
 def results(text: str) -> list[str]:
@@ -70,57 +65,6 @@ def cli_check(course: Path, place: str) -> tuple[str, float]:
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout, time.monotonic() - start
-
-
-def lab_check(browser, lab, place: str, screenshot: Path) -> tuple[str, float]:
-    """What the check cell prints when a learner opens the notebook at ``place`` in JupyterLab,
-    clicks the cell and presses Shift+Enter, and the seconds from the key to the cell's return.
-    A cell that does not begin or return fails with what the page and the server showed."""
-    page = browser.context.new_page()
-    page.set_viewport_size({"width": 1400, "height": 1000})
-    try:
-        page.goto(f"{lab.base}/lab/workspaces/check-{screenshot.stem}/tree/{place}?reset")
-        cell = page.locator(CHECK_CELL)
-        cell.wait_for(timeout=90_000)
-        # the kernel is up, and the notebook's session has it: a cell run while JupyterLab's
-        # session has no kernel connection is silently not run (JupyterLab clears its
-        # execution and moves on; seen under a whole suite's load, with the name shown too)
-        page.wait_for_selector(IDLE, timeout=90_000)
-        page.locator(KERNEL_NAME).filter(has_text="Python 3").wait_for(timeout=90_000)
-        prompt = cell.locator(".jp-InputArea-prompt")
-        output = cell.locator(".jp-OutputArea")
-        began = output.filter(has_text="Checking").or_(prompt.filter(has_text="*")).first
-        start = time.monotonic()
-        for attempt in range(1, 4):  # a run JupyterLab dropped is run again, as a learner would
-            cell.scroll_into_view_if_needed()
-            cell.locator(".jp-InputPrompt").click()
-            cell.and_(page.locator(".jp-mod-selected")).wait_for(timeout=30_000)
-            page.keyboard.press("Shift+Enter")
-            try:  # it began (the cell's first line, or [*])
-                began.wait_for(timeout=20_000)
-                break
-            except Exception:
-                print(f"{place}: Shift+Enter {attempt} did not run the cell (prompt "
-                      f"{prompt.inner_text()!r}): JupyterLab had no kernel connection yet")
-        try:  # it began, then it returned ([N])
-            began.wait_for(timeout=5_000)
-            prompt.filter(has_text=re.compile(r"\[\d+\]")).wait_for(timeout=660_000)
-        except Exception as exc:
-            page.screenshot(path=str(screenshot))
-            log = lab.course.parent / "lab.log"
-            raise AssertionError(
-                f"the check cell did not {'return' if '*' in prompt.inner_text() else 'begin'}"
-                f" ({exc.__class__.__name__}); prompt {prompt.inner_text()!r}, output "
-                f"{output.inner_text()[-3000:]!r}; screenshot {screenshot}; server log:\n"
-                f"{log.read_text(errors='replace')[-3000:] if log.exists() else '(none)'}"
-            ) from None
-        seconds = time.monotonic() - start
-        text = output.inner_text()
-        output.scroll_into_view_if_needed()
-        page.screenshot(path=str(screenshot))
-        return text, seconds
-    finally:
-        page.close()
 
 
 @pytest.fixture(scope="module")
@@ -155,14 +99,22 @@ def checked(course):
         with chromium() as browser:
             browser.visit(f"{lab.base}/api/status?token={TOKEN}", settle_ms=0)  # the login
             for place in PLACES:
-                seen[place]["lab"] = lab_check(browser, lab, PLACES[place],
-                                               course.parent / f"lab_check-{place}.png")
+                text, (took,) = lab_check(browser, lab, PLACES[place],
+                                          course.parent / f"lab_check-{place}.png")
+                seen[place]["lab"] = (text, took)
         seen["fetched"]["cli"] = cli_check(course, PLACES["fetched"])
+        answered_warm = warmcheck.Service(course).answered()
     for place, said in seen.items():
         print(f"\n{place}: in JupyterLab {said['lab'][1]:.1f} s (key to total), "
               f"autograd-course check {said['cli'][1]:.1f} s; screenshot "
               f"{course.parent / f'lab_check-{place}.png'}")
-    return seen
+    return seen | {"answered warm": answered_warm}
+
+
+def test_jupyterlabs_warm_check_answered_the_cell_and_the_command(checked):
+    # the server started the course's warm check (lab/warmcheck.py); the cell and
+    # `autograd-course check` asked it, each place twice
+    assert checked["answered warm"] == 2 * len(PLACES)
 
 
 @pytest.mark.parametrize("place", PLACES)

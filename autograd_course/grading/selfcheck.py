@@ -28,6 +28,7 @@ import shutil
 import stat
 import tempfile
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 
 from autograd_course.grading import prepared, record
@@ -38,17 +39,23 @@ from autograd_course.grading.terminal import safe
 from autograd_course.kernel import wrapping
 
 
-def student_and_origin(notebook: Path, student: str | None) -> tuple[str, str]:
+def student_and_origin(notebook: Path, student: str | None,
+                       environ: Mapping[str, str] | None = None) -> tuple[str, str]:
     """The student a notebook is checked as, and where that id came from: "given" (by the
     caller, ``--student``), "path" (read from submitted/STUDENT/...), "jupyterhub" (the
-    JupyterHub user, as nbgrader takes it) or "user" (the OS account)."""
+    JupyterHub user, as nbgrader takes it) or "user" (the OS account, as
+    :func:`getpass.getuser` reads it), from ``environ`` (this process's by default)."""
+    environ = os.environ if environ is None else environ
     if student:
         return student, "given"
     parts = Path(notebook).resolve().parts
     if "submitted" in parts and len(parts) - parts.index("submitted") >= 4:
         return parts[parts.index("submitted") + 1], "path"
-    if os.environ.get("JUPYTERHUB_USER"):
-        return os.environ["JUPYTERHUB_USER"], "jupyterhub"
+    if environ.get("JUPYTERHUB_USER"):
+        return environ["JUPYTERHUB_USER"], "jupyterhub"
+    for name in ("LOGNAME", "USER", "LNAME", "USERNAME"):  # getpass.getuser's order
+        if environ.get(name):
+            return environ[name], "user"
     return getpass.getuser(), "user"
 
 
@@ -173,6 +180,32 @@ def _start_child(scratch: str, notebooks: int | None, wait: bool) -> None:
 
     warm.plan(notebooks, wait)
     warnings.filterwarnings("ignore", module="nbgrader")
+
+
+def prewarm(root: Path) -> bool:
+    """Start the zygote of this process's grading child now, for the checks to come (the warm
+    check's service, once its first check is answered: :mod:`.checkserver`), and plan warm
+    kernels for a child started later; whether there is a child to start it in. A check
+    asked while the zygote still starts takes a cold kernel, as ``check`` does meanwhile."""
+    from autograd_course.grading.boundary import warm
+
+    warm.plan(None)
+    if not (_children and _children[0].alive):
+        return False
+    try:
+        _children[0].call(_start_zygote, str(root), seconds=60)
+    except Exception:  # noqa: BLE001 - no zygote now: the next check starts it
+        return False
+    return True
+
+
+def _start_zygote(root: str) -> None:
+    """In a checking child: plan warm kernels, and start the zygote for a course like
+    ``root``'s (the sandbox hides ``root``, as each check's kernel does)."""
+    from autograd_course.grading.boundary import warm
+
+    warm.plan(None)
+    warm.zygote([Path(root)])
 
 
 def _grade_bounded(course: Course, cached: Path, work: Path, notebook: Path, assignment: str,

@@ -27,7 +27,8 @@ from ``release/``, or one fetched with the Assignment List under the course root
   it is no security boundary; the Validate button's is, :mod:`.validate`.)
 - The check runs ``python -P -m autograd_course --course ROOT check -- NOTEBOOK`` in the
   root (:func:`check_command`): ``-P`` keeps the working folder off ``sys.path``, ``--`` ends
-  the options before the notebook's path.
+  the options before the notebook's path. Where JupyterLab keeps a warm check ready for the
+  course (:mod:`.warmcheck`), the cell asks it instead, and prints the same report.
 - The cell imports this module only when ``NBGRADER_EXECUTION`` is unset (nbgrader sets it
   while it grades or validates); the function also checks that variable.
 
@@ -234,4 +235,20 @@ def check_saved_notebook(assignment: str, *, environ: Mapping[str, str] | None =
         return
     print(f"Checking {notebook} as saved at {_saved_at(notebook)}, with the hidden tests, "
           "as the grader would (changes made since are not seen: save first).", flush=True)
-    _run_check(root, notebook, timeout)
+    if not _warm_check(root, notebook, timeout):
+        _run_check(root, notebook, timeout)
+
+
+def _warm_check(root: Path, notebook: Path, timeout: float) -> bool:
+    """Print the report of JupyterLab's warm check (:mod:`.warmcheck`), as ``check`` prints
+    it; False, having printed nothing, where none answered (the check then runs cold)."""
+    from autograd_course.lab import warmcheck
+
+    command, env = check_command(root, notebook)
+    answer = warmcheck.ask(root, notebook, None, env, timeout)
+    if answer is None:
+        return False
+    print("\n".join([command[-1], *answer["lines"]]), flush=True)
+    if answer["error"]:
+        print(answer["error"])
+    return True

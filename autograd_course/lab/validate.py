@@ -34,6 +34,10 @@ posts a notebook's path to ``<base_url>assignments/validate`` and shows the answ
   tests are the instructor's) gets nbgrader's own validation, its answer saying that it ran
   the visible tests only (:func:`visible_only`): the student's code, run as the student.
 
+Where the server has a course, the extension also keeps the warm check ready for it
+(:mod:`.warmcheck`: a service that the check cell, Validate and ``autograd-course check`` ask
+first), unless ``--CourseValidate.warm_check=False``; it is stopped with the server.
+
 nbgrader's dialog has no place for a server's words on success, so this extension also serves
 nbgrader's labextension files with one change (:func:`patched_chunk`): the success paragraph
 shows ``value["message"]`` when the answer has one, nbgrader's sentence otherwise; the patched
@@ -57,11 +61,11 @@ from nbgrader.server_extensions.validate_assignment.handlers import (
     ValidateAssignmentHandler,
 )
 from tornado import web
-from traitlets import Unicode
+from traitlets import Bool, Unicode
 from traitlets.config import Configurable
 
 from autograd_course.kernel.wrapping import wrapped
-from autograd_course.lab import selfstudy
+from autograd_course.lab import selfstudy, warmcheck
 
 #: The columns of a line in the dialog (its text boxes break longer lines anywhere).
 WIDTH = 80
@@ -76,6 +80,8 @@ COURSE_SETTING = "autograd_course_validate_course"
 #: The server's setting that holds the lock of its hidden checks: one runs at a time (each
 #: grades a whole notebook, a kernel and all), the others wait their turn.
 CHECK_LOCK_SETTING = "autograd_course_validate_check_lock"
+#: The server's setting that holds the warm check's service (:class:`.warmcheck.Service`).
+WARM_CHECK_SETTING = "autograd_course_warm_check"
 #: How the answer to a notebook Validate does not check in a course starts.
 REFUSED = "Validate did not check this notebook, and ran nothing of it"
 #: nbgrader's sentence for a notebook that passes.
@@ -90,6 +96,12 @@ _ENTRY = re.compile(r"^(\S|  \S)")
 # -- which tests: the hidden ones of the server's course ---------------------------------
 class CourseValidate(Configurable):
     """The course whose hidden tests Validate runs (``--CourseValidate.course_root=DIR``)."""
+
+    warm_check = Bool(True, config=True, help=(
+        "Keep a warm check ready for the course's learners' copies (autograd_course.lab."
+        "warmcheck): the check cell, Validate and `autograd-course check` then answer in about "
+        "a second from the second check on. It holds a grading process, a zygote and their "
+        "memory while the server runs."))
 
     course_root = Unicode("", config=True, help=(
         "The course root (nbgrader_config.py and source/) whose hidden tests Validate runs "
@@ -198,6 +210,10 @@ async def hidden_verdict(root: Path, notebook: Path,
     """Validate's answer for ``notebook`` from the hidden tests of the course at ``root``:
     ``autograd-course check`` run as the check cell runs it, within ``timeout`` seconds."""
     command, env = selfstudy.check_command(root, notebook)
+    answer = await asyncio.to_thread(warmcheck.ask, root, notebook, None, env, timeout)
+    if answer is not None:  # JupyterLab's warm check answered: the same report
+        return verdict("\n".join([command[-1], *answer["lines"]]) + "\n",
+                       2 if answer["error"] else 0, answer["error"] or "")
     process = await asyncio.create_subprocess_exec(
         *command, cwd=root, env=env, stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
@@ -313,6 +329,28 @@ class NbgraderFileHandler(JupyterHandler):
         self.finish(served_chunk(path))
 
 
+#: Seconds between two looks at the warm check's service (restarted when it has ended).
+WATCH_SECONDS = 5.0
+
+
+def _start_warm_check(serverapp, course: Path) -> None:
+    """Start the warm check's service for the server's course (:mod:`.warmcheck`), look at it
+    every :data:`WATCH_SECONDS` (a service whose code went stale ends, and starts again), and
+    stop it with the server."""
+    import atexit
+
+    from tornado.ioloop import PeriodicCallback
+
+    service = warmcheck.Service(course, serverapp.log)
+    if not service.start():
+        serverapp.log.info("autograd_course.lab.validate: no warm check here (no private "
+                           "runtime folder for its socket); checks run cold")
+        return
+    serverapp.web_app.settings[WARM_CHECK_SETTING] = service
+    PeriodicCallback(service.watch, WATCH_SECONDS * 1000).start()
+    atexit.register(service.stop)
+
+
 def _jupyter_server_extension_points() -> list[dict]:
     return [{"module": "autograd_course.lab.validate"}]
 
@@ -324,9 +362,12 @@ def _load_jupyter_server_extension(serverapp) -> None:
     webapp = serverapp.web_app
     base_url = webapp.settings["base_url"]
     webapp.settings["root_dir"] = serverapp.root_dir  # as nbgrader's handlers read it
-    setting = CourseValidate(config=serverapp.config).course_root
+    options = CourseValidate(config=serverapp.config)
+    setting = options.course_root
     course = webapp.settings[COURSE_SETTING] = configured_course(serverapp.root_dir, setting)
     webapp.settings[CHECK_LOCK_SETTING] = asyncio.Lock()
+    if course is not None and options.warm_check:
+        _start_warm_check(serverapp, course)
     webapp.add_handlers(".*$", [
         (url_path_join(base_url, "assignments/validate"), ValidateHandler),
         (url_path_join(base_url, "nbgrader_version"), NbGraderVersionHandler),

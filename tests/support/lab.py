@@ -168,3 +168,71 @@ def terminal_says(lab: Lab, line: str, pattern: str, timeout: float = 30) -> tup
         return asyncio.run(talk())
     finally:
         lab.ask(f"api/terminals/{name}", "DELETE")
+
+
+#: The check cell as JupyterLab shows it, and its outputs.
+CHECK_CELL = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell:has-text('check_saved_notebook')"
+#: The name of the notebook's kernel in its toolbar ("No Kernel" until its session has one).
+KERNEL_NAME = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Toolbar-kernelName"
+#: The notebook's kernel, idle.
+IDLE = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook-ExecutionIndicator[data-status='idle']"
+
+
+def lab_check(browser, lab: Lab, place: str, screenshot: Path, runs: int = 1
+              ) -> tuple[str, list[float]]:
+    """What the check cell prints when a learner opens the notebook at ``place`` in JupyterLab,
+    clicks the cell and presses Shift+Enter (``runs`` times, each after the last returned),
+    and the seconds from each key to the cell's return. A cell that does not begin or return
+    fails with what the page and the server showed."""
+    page = browser.context.new_page()
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    try:
+        page.goto(f"{lab.base}/lab/workspaces/check-{screenshot.stem}/tree/{place}?reset")
+        cell = page.locator(CHECK_CELL)
+        cell.wait_for(timeout=90_000)
+        # the kernel is up, and the notebook's session has it: a cell run while JupyterLab's
+        # session has no kernel connection is silently not run (JupyterLab clears its
+        # execution and moves on; seen under a whole suite's load, with the name shown too)
+        page.wait_for_selector(IDLE, timeout=90_000)
+        page.locator(KERNEL_NAME).filter(has_text="Python 3").wait_for(timeout=90_000)
+        prompt = cell.locator(".jp-InputArea-prompt")
+        output = cell.locator(".jp-OutputArea")
+        seconds = []
+        for run in range(runs):
+            done = prompt.inner_text()  # the last run's [N], or [ ]
+            began = output.filter(has_text="Checking").or_(prompt.filter(has_text="*")).first
+            if run:  # the last report stays until the cell runs again: only [*] says it began
+                began = prompt.filter(has_text="*")
+            start = time.monotonic()
+            for attempt in range(1, 4):  # a run JupyterLab dropped is run again, as a learner
+                cell.scroll_into_view_if_needed()  # would
+                cell.locator(".jp-InputPrompt").click()
+                cell.and_(page.locator(".jp-mod-selected")).wait_for(timeout=30_000)
+                page.keyboard.press("Shift+Enter")
+                try:  # it began (the cell's first line, or [*])
+                    began.wait_for(timeout=20_000)
+                    break
+                except Exception:
+                    if prompt.inner_text() not in (done, "[ ]:"):
+                        break  # it began and returned between two looks
+                    print(f"{place}: Shift+Enter {attempt} did not run the cell (prompt "
+                          f"{prompt.inner_text()!r}): JupyterLab had no kernel connection yet")
+            try:  # it returned: [N], another N than the last run's
+                prompt.filter(has_text=re.compile(r"\[\d+\]")).filter(
+                    has_not_text=done).wait_for(timeout=660_000)
+            except Exception as exc:
+                page.screenshot(path=str(screenshot))
+                log = lab.course.parent / "lab.log"
+                raise AssertionError(
+                    f"the check cell did not {'return' if '*' in prompt.inner_text() else 'begin'}"
+                    f" ({exc.__class__.__name__}); prompt {prompt.inner_text()!r}, output "
+                    f"{output.inner_text()[-3000:]!r}; screenshot {screenshot}; server log:\n"
+                    f"{log.read_text(errors='replace')[-3000:] if log.exists() else '(none)'}"
+                ) from None
+            seconds.append(time.monotonic() - start)
+        text = output.inner_text()
+        output.scroll_into_view_if_needed()
+        page.screenshot(path=str(screenshot))
+        return text, seconds
+    finally:
+        page.close()
