@@ -368,6 +368,23 @@ def test_a_symbolic_link_where_a_walk_goes_deep_leaves_no_stamp(stamped):
     assert not kept.exists()
 
 
+@pytest.mark.parametrize("step", ["source", "submitted"])
+def test_a_linked_course_folder_is_fingerprinted_where_it_leads(stamped, step):
+    # submitted/ (or source/) a link to this term's folder, then `ln -sfn` to the next term's,
+    # where one more folder waits: a run reads the new one, where the folder it resolved last
+    # time has not changed
+    for term in ("term1", "term2"):
+        shutil.copytree(stamped / step, stamped / term, symlinks=True)
+    (stamped / "term2" / "bea" / ASSIGNMENT).mkdir(parents=True)
+    shutil.rmtree(stamped / step)
+    (stamped / step).symlink_to(stamped / "term1")
+    leave_stamp(stamped)
+    assert idle.Stamp(stamped, ASKED).last() is not None  # a linked folder keeps its stamp
+    (stamped / step).unlink()
+    (stamped / step).symlink_to(stamped / "term2")
+    assert idle.Stamp(stamped, ASKED).last() is None
+
+
 def test_a_submissions_pycache_is_fingerprinted(stamped):
     # grading takes a submission's __pycache__ in (intake.scan): only the package's is left out
     cached = stamped / "submitted" / "ada" / ASSIGNMENT / "__pycache__" / "helper.cpython.pyc"

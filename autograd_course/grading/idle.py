@@ -30,10 +30,13 @@ server, SQLite's WAL); a layout where a step's folder does not hold its submissi
 ``--force`` or ``--zip``. A write after a fingerprint was taken changes it, so the stamp is
 only ever a shortcut: deleting it costs one full run.
 
-Where a fingerprint could miss what a run reads, no stamp is left. A symbolic link met where a
-walk goes deep (a student's folder linked elsewhere, a linked config file): a run reads
-through it, a walk does not; fingerprinting the link's target as well would have to follow
-links safely (loops, links out of the course), so a link simply costs the stamp. The
+A walk starts where the config names each path, links unresolved (a step's folder, the roster
+or a config file may be a link), and follows it to where it leads now: its entries are named
+by their resolved paths, so a link pointed elsewhere (``ln -sfn`` of submitted/ to the next
+term's) changes the fingerprint. Where a fingerprint could miss what a run reads, no stamp is
+left. A symbolic link met below where a walk starts (a student's folder linked elsewhere): a
+run reads through it, a walk does not; fingerprinting the link's target as well would have to
+follow links safely (loops, links out of the course), so such a link simply costs the stamp. The
 gradebook moved while the run graded (formgrader's new due date or extension, committed after
 the run read them): once the graded fingerprint is taken, the run reads the due dates,
 extensions and markers again, still under the lock (:attr:`.runner.Summary.settled`), and
@@ -98,15 +101,17 @@ def walk(paths: Iterable[Path], shallow: Iterable[Path] = (), skip: Iterable[str
          read: Iterable[str] | None = None) -> Walk:
     """Walk ``paths`` as they are now, into :class:`Walk`'s digest: each one's type, size,
     modification and change times and inode (or its absence), and a folder's the same of
-    everything under it but the entries named in ``skip``; links are not followed (a deep walk
-    that meets one says so); ``shallow`` folders count by their own entry only (one that gains
-    or loses an entry changes). The content of a regular file goes in too where its times are
-    too new to tell a later same-size write apart (fresh): those of ``read``, when given (what
-    the walk being repeated found fresh), else those found so now."""
+    everything under it but the entries named in ``skip``; ``shallow`` folders count by their
+    own entry only (one that gains or loses an entry changes). ``paths`` and ``shallow`` are
+    followed where they lead, and what is under them is named so (a link among them pointed
+    elsewhere changes the digest); the links under them are not (a deep walk that meets one
+    says so). The content of a regular file goes in too where its times are too new to tell a
+    later same-size write apart (fresh): those of ``read``, when given (what the walk being
+    repeated found fresh), else those found so now."""
     seen, skip = Walk(), set(skip)
     since = time.time_ns() - FRESH_NS
-    todo = [(Path(p), True) for p in reversed(list(paths))]
-    todo += [(Path(p), False) for p in shallow]
+    todo = [(Path(os.path.realpath(p)), True) for p in reversed(list(paths))]
+    todo += [(Path(os.path.realpath(p)), False) for p in shallow]
     while todo:
         path, deep = todo.pop()
         name = os.fsencode(str(path))
@@ -159,7 +164,7 @@ def _config_digest(root: Path) -> str | None:
     files, the environment variables their text names, the package's version and files (but
     the ``__pycache__`` folders Python writes there), the Python and the folder nbgrader is
     installed in (an install or upgrade there changes it); None where a symbolic link stands
-    among them (:func:`walk`)."""
+    under the package's folder (:func:`walk`)."""
     import importlib.util
 
     import autograd_course
@@ -201,7 +206,8 @@ def _part(paths: list, sqlite: str | None = None, lock: str | None = None,
     """One part of a stamp: ``paths``, their :func:`walk`'s digest and the files it found
     fresh (``read``: those of the part being taken again); for the gradebook, also its SQLite
     file, that file's header, and the file of its grading lock. None where the walk met a
-    symbolic link (a run reads through it: what it points to is not fingerprinted)."""
+    symbolic link under ``paths`` (a run reads through it: what it points to is not
+    fingerprinted)."""
     seen = walk((Path(p) for p in paths), read=read)
     if seen.link:
         return None
@@ -215,6 +221,13 @@ def _again(part: dict) -> dict | None:
     """``part`` (of a stamp) taken again now."""
     return _part(part["paths"], read=part["read"],
                  **{key: part[key] for key in ("sqlite", "lock") if key in part})
+
+
+def _named(course: Course, step: str) -> Path:
+    """The folder of ``step`` as the config names it, its links unresolved (a walk follows
+    them and so sees one pointed elsewhere; :meth:`.Course.directory` resolves them)."""
+    coursedir = course.coursedir
+    return Path(coursedir.format_path(getattr(coursedir, f"{step}_directory"), ".", "."))
 
 
 def _holds_its_submissions(course: Course, step: str) -> bool:
@@ -266,8 +279,8 @@ class Stamp:
         if not _holds_its_submissions(course, "submitted"):
             self.taken = None
         else:
-            self._take("inputs", _part([roster.path_of(course), course.directory("source"),
-                                        course.directory("submitted")]))
+            self._take("inputs", _part([roster.path_of(course), _named(course, "source"),
+                                        _named(course, "submitted")]))
 
     def graded(self, course: Course) -> None:
         """Fingerprint what grading wrote: call it once the merges are done, with the grading
@@ -278,10 +291,11 @@ class Stamp:
                 or not all(_holds_its_submissions(course, s) for s in ("autograded", "feedback"))):
             self.taken = None
             return
+        real = Path(os.path.realpath(sqlite))  # SQLite's journals lie beside the file itself
         self._take("graded", _part(
-            [sqlite, sqlite.with_name(sqlite.name + "-journal"),
-             sqlite.with_name(sqlite.name + "-wal"), record.store(course.root).root,
-             course.directory("autograded"), course.directory("feedback")],
+            [sqlite, real.with_name(real.name + "-journal"), real.with_name(real.name + "-wal"),
+             record.store(course.root).root, _named(course, "autograded"),
+             _named(course, "feedback")],
             sqlite=str(sqlite), lock=str(gradebook.lock_path(course))))
         if self.taken is not None and self.taken["graded"]["header"] is None:
             self.taken = None
