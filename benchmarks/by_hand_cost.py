@@ -29,13 +29,9 @@ of a laptop CPU. Times vary from run to run; the counts do not.
 
 from __future__ import annotations
 
-import argparse
-import time
-
 import torch
 import torch.nn.functional as F
 
-from autograd_course.kernel.lessons import seed
 from autograd_course.lab import by_hand, cost, functional
 
 D_IN, CLASSES = 64, 10
@@ -102,25 +98,14 @@ def layer_norm_section(shapes) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--quick", action="store_true",
-                        help="fewer sizes and 3 rounds: a check that it runs, in seconds")
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    repeats = 3 if args.quick else args.repeats
-    seed(0)
-    start = time.perf_counter()
-    print(f"torch {torch.__version__}, {cost.describe_device('cpu')}, "
-          f"medians of {repeats} rounds\n")
-    for width in (64,) if args.quick else (64, 1024):
-        network_section(width, (16, 256) if args.quick else (16, 128, 512, 2048, 8192),
-                        repeats)
-    layer_norm_section([(64, 32), (512, 256)] if args.quick
-                       else [(64, 32), (512, 256), (4096, 1024)])
-    print(f"{time.perf_counter() - start:.1f} s in all")
-
+    with cost.benchmark(__doc__, repeats=7, quick_repeats=3,
+                        quick="fewer sizes") as args:
+        repeats = args.repeats
+        for width in (64,) if args.quick else (64, 1024):
+            network_section(width, (16, 256) if args.quick else (16, 128, 512, 2048, 8192),
+                            repeats)
+        layer_norm_section([(64, 32), (512, 256)] if args.quick
+                           else [(64, 32), (512, 256), (4096, 1024)])
 
 if __name__ == "__main__":
     main()

@@ -24,13 +24,9 @@ thread of a laptop CPU. Times vary from run to run; the counts do not.
 
 from __future__ import annotations
 
-import argparse
-import time
-
 import torch
 from torch.func import functional_call, grad, hessian, jvp, vmap
 
-from autograd_course.kernel.lessons import seed
 from autograd_course.lab import cost, functional
 
 
@@ -116,24 +112,14 @@ def hessian_section(sizes, repeats: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--quick", action="store_true",
-                        help="smaller sizes and 2 rounds: a check that it runs, in seconds")
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    repeats = 2 if args.quick else args.repeats
-    seed(0)
-    start = time.perf_counter()
-    print(f"torch {torch.__version__}, {cost.describe_device('cpu')}, "
-          f"medians of {repeats} rounds\n")
-    for width in (32,) if args.quick else (32, 512):
-        per_sample_section(width, (8, 32) if args.quick else (8, 32, 128, 512, 2048), repeats)
-    jacobian_section((4, 64, 256) if args.quick else (4, 16, 64, 256, 1024, 2048), repeats)
-    hessian_section((250, 500) if args.quick else (500, 1000, 2000, 4000), repeats)
-    print(f"{time.perf_counter() - start:.1f} s in all")
-
+    with cost.benchmark(__doc__, repeats=5, quick_repeats=2,
+                        quick="smaller sizes") as args:
+        repeats = args.repeats
+        for width in (32,) if args.quick else (32, 512):
+            per_sample_section(width, (8, 32) if args.quick else (8, 32, 128, 512, 2048),
+                               repeats)
+        jacobian_section((4, 64, 256) if args.quick else (4, 16, 64, 256, 1024, 2048), repeats)
+        hessian_section((250, 500) if args.quick else (500, 1000, 2000, 4000), repeats)
 
 if __name__ == "__main__":
     main()

@@ -28,9 +28,7 @@ recent CPU, most of it the generic kernels of section 1.
 
 from __future__ import annotations
 
-import argparse
 import math
-import time
 import warnings
 
 import torch
@@ -140,28 +138,18 @@ def depth_section(depths, width: int = 64) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--quick", action="store_true",
-                        help="smaller sizes and 2 rounds: a check that it runs, in seconds")
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    repeats = 2 if args.quick else args.repeats
-    seed(0)
-    start = time.perf_counter()
-    print(f"torch {torch.__version__}, {cost.describe_device('cpu')}, "
-          f"medians of {repeats} rounds; {practice.cpu_features()}\n")
-    shapes = ((256, 256),) if args.quick else ((256, 256), (512, 512), (1024, 256),
-                                               (1024, 2048), (2048, 512))
-    precision_section(shapes, repeats, onednn=True)
-    precision_section(((128, 128),) if args.quick else ((256, 256), (512, 512)), repeats,
-                      onednn=False)
-    checking_section(((10, 32),) if args.quick else ((10, 32), (40, 32), (160, 32), (4, 1024)),
-                     repeats)
-    depth_section((10, 30) if args.quick else (10, 30, 100))
-    print(f"{time.perf_counter() - start:.1f} s in all")
-
+    with cost.benchmark(__doc__, repeats=5, quick_repeats=2,
+                        quick="smaller sizes",
+                        about=practice.cpu_features()) as args:
+        repeats = args.repeats
+        shapes = ((256, 256),) if args.quick else ((256, 256), (512, 512), (1024, 256),
+                                                   (1024, 2048), (2048, 512))
+        precision_section(shapes, repeats, onednn=True)
+        precision_section(((128, 128),) if args.quick else ((256, 256), (512, 512)), repeats,
+                          onednn=False)
+        checking_section(((10, 32),) if args.quick
+                         else ((10, 32), (40, 32), (160, 32), (4, 1024)), repeats)
+        depth_section((10, 30) if args.quick else (10, 30, 100))
 
 if __name__ == "__main__":
     main()

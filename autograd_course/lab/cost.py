@@ -28,6 +28,8 @@ The tools of lesson ``notebooks/06_cost.ipynb`` (assignment 06's checks are its 
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import statistics
 import sys
 import time
@@ -39,6 +41,33 @@ from torch.autograd.graph import saved_tensors_hooks
 from torch.overrides import TorchFunctionMode
 
 # --- the device ----------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def benchmark(doc: str, *, repeats: int, quick_repeats: int, quick: str, about: str = ""):
+    """The options and frame of a lesson's benchmark script (``benchmarks/*_cost.py``):
+    ``--threads`` (torch's, 1 by default), ``--repeats`` and ``--quick`` (``quick``: what it
+    makes smaller; its rounds are ``quick_repeats``). Sets the threads, seeds everything with 0,
+    prints the header (``about``: what else the figures depend on) and, at the end, the time
+    taken. Yields the options, with ``repeats`` the rounds to use."""
+    from autograd_course.kernel.lessons import seed
+
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=repeats)
+    parser.add_argument("--quick", action="store_true",
+                        help=f"{quick} and {quick_repeats} rounds: a check that it runs, in "
+                        "seconds")
+    args = parser.parse_args()
+    if args.quick:
+        args.repeats = quick_repeats
+    torch.set_num_threads(args.threads)
+    seed(0)
+    start = time.perf_counter()
+    print(f"torch {torch.__version__}, {describe_device('cpu')}, medians of {args.repeats} "
+          f"rounds{'; ' + about if about else ''}\n")
+    yield args
+    print(f"{time.perf_counter() - start:.1f} s in all")
 
 
 def pick_device() -> torch.device:

@@ -7,6 +7,8 @@ notebook (the cells a submission should hold) in release/.
 
 from __future__ import annotations
 
+import copy
+import functools
 from pathlib import Path
 
 import nbformat
@@ -65,12 +67,22 @@ def course_paths(config, resources) -> tuple[CourseDirectory, str, str]:
 
 def release_notebook(coursedir: CourseDirectory, assignment: str, notebook: str
                      ) -> NotebookNode | None:
-    """Return the student version of a notebook from release/, or None when it is missing."""
+    """Return the student version of a notebook from release/, or None when it is missing.
+
+    Repair, the scan and the inert step each ask for it while one submission is graded: it is
+    read and validated once per version of the file, and each caller gets a copy of its own."""
     path = Path(coursedir.format_path(coursedir.release_directory, ".", assignment)) / (
         notebook + ".ipynb"
     )
     if not path.is_file():
         return None
+    info = path.stat()
+    return copy.deepcopy(_read_release(str(path), info.st_mtime_ns, info.st_size, info.st_ino))
+
+
+@functools.lru_cache(maxsize=16)
+def _read_release(path: str, mtime_ns: int, size: int, inode: int) -> NotebookNode:
+    """The notebook at ``path`` as it was at that version (the arguments after it key it)."""
     return nbformat.read(path, as_version=4)
 
 
