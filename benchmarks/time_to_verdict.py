@@ -14,7 +14,8 @@ fresh process, the rows in turn:
   printed apart);
 - ``autograd-course check`` answered by the warm check (autograd_course/lab/warmcheck.py): its
   service started anew as JupyterLab starts it, then the first check, a second asked at once,
-  and a third (each a new ``check`` process that asks the service);
+  and a later one, :data:`BETWEEN` seconds after the last as a learner edits between checks
+  (each a new ``check`` process that asks the service);
 - the check cell in JupyterLab as a learner sees it (JupyterLab at the course root, headless
   Chromium, Shift+Enter to the cell's return): its first check, then ``--repeats`` more;
   ``--no-lab`` leaves these rows out;
@@ -105,6 +106,16 @@ def check_warm(s: Setting) -> float:
     return check(s)
 
 
+#: Seconds between two checks in the "later checks" row: a learner edits and saves between
+#: checks, and the service's zygote starts after its first check.
+BETWEEN = 5.0
+
+
+def check_warm_later(s: Setting) -> float:
+    time.sleep(BETWEEN)  # not timed
+    return check(s)
+
+
 def help_text(s: Setting) -> float:
     return timed(HERE + ["autograd_course", "--help"], s.course)
 
@@ -120,7 +131,7 @@ def idle_grade_in_full(s: Setting) -> float:
 
 #: The rows measured in JupyterLab (:func:`in_jupyterlab`), after the others.
 CELL_FIRST = "the check cell in JupyterLab, first check (key to report, in Chromium)"
-CELL_LATER = "the check cell in JupyterLab, later checks"
+CELL_LATER = f"the check cell in JupyterLab, later checks ({BETWEEN:g} s after the last)"
 
 
 def in_jupyterlab(s: Setting, runs: int, log: Path) -> dict[str, list[float]]:
@@ -141,7 +152,8 @@ def in_jupyterlab(s: Setting, runs: int, log: Path) -> dict[str, list[float]]:
     (s.course / place).write_bytes(s.notebook.read_bytes())
     with running_lab(s.course, log) as lab, chromium() as browser:
         browser.visit(f"{lab.base}/api/status?token={TOKEN}", settle_ms=0)  # the login
-        text, seconds = lab_check(browser, lab, place, log.with_suffix(".png"), runs=runs)
+        text, seconds = lab_check(browser, lab, place, log.with_suffix(".png"), runs=runs,
+                                  pause=BETWEEN)
     if "total: " not in text:
         sys.exit(f"the check cell printed no report:\n{text}")
     return {CELL_FIRST: seconds[:1], CELL_LATER: seconds[1:]}
@@ -154,7 +166,8 @@ ROWS = [
     Row("autograd-course check, warm, first check (the service just started)",
         check_warm_first),
     Row("autograd-course check, warm, a second check asked at once", check_warm),
-    Row("autograd-course check, warm, a third check", check_warm),
+    Row(f"autograd-course check, warm, later checks ({BETWEEN:g} s after the last)",
+        check_warm_later),
     Row(CELL_FIRST, None),  # measured apart: in_jupyterlab()
     Row(CELL_LATER, None),
     Row("autograd-course --help", help_text),

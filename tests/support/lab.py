@@ -178,12 +178,12 @@ KERNEL_NAME = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Toolbar-kernelName"
 IDLE = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook-ExecutionIndicator[data-status='idle']"
 
 
-def lab_check(browser, lab: Lab, place: str, screenshot: Path, runs: int = 1
-              ) -> tuple[str, list[float]]:
+def lab_check(browser, lab: Lab, place: str, screenshot: Path, runs: int = 1,
+              pause: float = 0.0) -> tuple[str, list[float]]:
     """What the check cell prints when a learner opens the notebook at ``place`` in JupyterLab,
-    clicks the cell and presses Shift+Enter (``runs`` times, each after the last returned),
-    and the seconds from each key to the cell's return. A cell that does not begin or return
-    fails with what the page and the server showed."""
+    clicks the cell and presses Shift+Enter (``runs`` times, each ``pause`` seconds after the
+    last returned), and the seconds from each key to the cell's return. A cell that does not
+    begin or return fails with what the page and the server showed."""
     page = browser.context.new_page()
     page.set_viewport_size({"width": 1400, "height": 1000})
     try:
@@ -203,11 +203,12 @@ def lab_check(browser, lab: Lab, place: str, screenshot: Path, runs: int = 1
             began = output.filter(has_text="Checking").or_(prompt.filter(has_text="*")).first
             if run:  # the last report stays until the cell runs again: only [*] says it began
                 began = prompt.filter(has_text="*")
-            start = time.monotonic()
+                time.sleep(pause)
             for attempt in range(1, 4):  # a run JupyterLab dropped is run again, as a learner
                 cell.scroll_into_view_if_needed()  # would
                 cell.locator(".jp-InputPrompt").click()
                 cell.and_(page.locator(".jp-mod-selected")).wait_for(timeout=30_000)
+                start = time.monotonic()
                 page.keyboard.press("Shift+Enter")
                 try:  # it began (the cell's first line, or [*])
                     began.wait_for(timeout=20_000)
