@@ -410,7 +410,7 @@ def check_lines(root: Path, notebook: Path, student: str | None,
     return said + lines, error
 
 
-def _checked_here(args, notebooks: int) -> Path:
+def _ready_to_check_here(args, notebooks: int) -> Path:
     """Get this process ready to check ``notebooks`` notebooks itself (cold); the course
     root."""
     from autograd_course.grading.boundary import warm
@@ -429,14 +429,14 @@ def cmd_check(args) -> int:
     # JupyterLab's warm check answers while it is there; else this process checks
     asking = warmcheck.reachable(root, environ)
     if not asking:
-        root = _checked_here(args, len(notebooks))
+        root = _ready_to_check_here(args, len(notebooks))
     failed = 0
     for name, notebook in zip(args.notebooks, notebooks, strict=True):
         print(safe(shown_path(name)), flush=True)
         answer = warmcheck.ask(root, notebook, args.student, environ) if asking else None
         if answer is None:
             if asking:
-                root, asking = _checked_here(args, len(notebooks)), False
+                root, asking = _ready_to_check_here(args, len(notebooks)), False
             student, said = student_lines(notebook, args.student, environ)
             print("\n".join(said), flush=True)
             lines, error = verdict_lines(root, notebook, student)

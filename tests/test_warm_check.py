@@ -13,12 +13,15 @@ import os
 import socket
 import subprocess
 import sys
+import threading
+import time
 
 import nbformat
+import psutil
 import pytest
 from support.commands import ASSIGNMENT, filled_release, reference_of, run
 
-from autograd_course.grading import checkserver
+from autograd_course.grading import checkserver, selfcheck
 from autograd_course.lab import warmcheck
 from autograd_course.testkit import WRONG_ANSWERS
 
@@ -48,6 +51,10 @@ def service(root, runtime):
     assert not started.address.exists(), "a service that ends removes its socket"
 
 
+#: An answer that keeps its check busy far longer than any test waits.
+SLOW = "import time\ntime.sleep(3000)"
+
+
 @pytest.fixture(scope="module")
 def notebooks(root, tmp_path_factory):
     """A blank notebook, the reference answers, and a wrong answer, each in a folder of its
@@ -56,7 +63,8 @@ def notebooks(root, tmp_path_factory):
     wrong = next(iter(WRONG_ANSWERS[(ASSIGNMENT, "q2_leaf_and_grad_fn")]))
     paths = []
     for name, answers in (("blank", {}), ("right", reference_of(root)),
-                          ("wrong", reference_of(root) | {"q2_leaf_and_grad_fn": wrong.code})):
+                          ("wrong", reference_of(root) | {"q2_leaf_and_grad_fn": wrong.code}),
+                          ("slow", {"q1_partials": SLOW, "q2_leaf_and_grad_fn": SLOW})):
         (folder / name).mkdir()
         paths.append(folder / name / f"{ASSIGNMENT}.ipynb")
         nbformat.write(filled_release(root, answers), paths[-1])
@@ -64,7 +72,7 @@ def notebooks(root, tmp_path_factory):
 
 
 def test_the_warm_check_prints_what_the_cold_check_prints(service, notebooks, root):
-    names = [str(path) for path in notebooks]
+    names = [str(path) for path in notebooks[:3]]
     env = {"JUPYTERHUB_USER": "", "LOGNAME": "learner"}
     warm = run("--course", str(root), "check", *names, *names, env=env)
     assert service.answered() == 2 * len(names), "the service answered every check"
@@ -153,3 +161,64 @@ def test_the_code_a_check_runs_is_fingerprinted():
     first = checkserver.code_now()
     assert first == checkserver.code_now()
     assert any(name == "grading/checkserver.py" for name, _, _ in first[0])
+
+
+def test_a_check_whose_asker_hangs_up_is_stopped_and_the_next_is_answered(service, root,
+                                                                        notebooks):
+    # the slow check's asker gives up after 5 s (a learner interrupts the cell); were its check
+    # not stopped, the next would wait for its two sleeping cells (60 s each, at most the
+    # notebook's 110 s): more than the 60 s it is given here
+    assert warmcheck.ask(root, notebooks[3], timeout=5) is None
+    answer = warmcheck.ask(root, notebooks[0], timeout=60)
+    assert answer is not None and "total: 0/" in answer["lines"][-1]
+
+
+def test_another_verdict_environment_is_declined_and_checked_cold(service, root, notebooks):
+    theirs = dict(os.environ, OMP_NUM_THREADS=str(int(os.environ.get("OMP_NUM_THREADS", 1)) + 1))
+    assert warmcheck.ask(root, notebooks[0], environ=theirs) is None
+    assert service.process.poll() is None, "the service goes on answering the others"
+    assert warmcheck.ask(root, notebooks[0]) is not None
+
+
+def test_the_user_name_is_the_accounts_without_one_in_the_environment(tmp_path):
+    import pwd
+
+    found = selfcheck.student_and_origin(tmp_path / "x.ipynb", None, {})
+    assert found == (pwd.getpwuid(os.getuid()).pw_name, "user")
+
+
+def test_a_service_stopped_in_the_middle_of_a_check_leaves_nothing_behind(
+        root, notebooks, tmp_path, monkeypatch):
+    (tmp_path / "runtime").mkdir(mode=0o700)
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    started = warmcheck.Service(root)
+    assert started.start() and started.listening(LISTEN_SECONDS)
+    answers = []
+    asker = threading.Thread(target=lambda: answers.append(
+        warmcheck.ask(root, notebooks[3], timeout=600)))
+    asker.start()
+    service = psutil.Process(started.process.pid)
+    deadline = time.monotonic() + 120
+    while not any("sleep" in " ".join(p.cmdline()) or "ipykernel" in " ".join(p.cmdline())
+                  for p in _alive(service.children(recursive=True))):
+        assert time.monotonic() < deadline, "the slow check's kernel did not start"
+        time.sleep(0.2)
+    below = service.children(recursive=True)
+    started.stop()
+    asker.join(60)
+    assert answers == [None], "no answer: the asker checks cold"
+    assert started.process.returncode == 0, "it ended on SIGTERM, mid-check"
+    assert not started.address.exists()
+    time.sleep(2)
+    assert _alive(below) == [], "its grading child, zygote and kernels went with it"
+
+
+def _alive(processes: list) -> list:
+    found = []
+    for process in processes:
+        try:
+            if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
+                found.append(process)
+        except psutil.Error:
+            pass
+    return found

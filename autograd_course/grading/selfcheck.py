@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import getpass
 import os
+import pwd
 import re
 import shutil
 import stat
 import tempfile
+import threading
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -56,7 +57,7 @@ def student_and_origin(notebook: Path, student: str | None,
     for name in ("LOGNAME", "USER", "LNAME", "USERNAME"):  # getpass.getuser's order
         if environ.get(name):
             return environ[name], "user"
-    return getpass.getuser(), "user"
+    return pwd.getpwuid(os.getuid()).pw_name, "user"  # and its last resort
 
 
 def student_of(notebook: Path, student: str | None) -> str:
@@ -169,6 +170,27 @@ def _result_entries(records: list[record.GradeRecord], stem: str) -> list[str]:
 
 # -- the budget: the notebook is graded in a child process that this one holds ---------------
 _children: list = []  # this process's grading child, kept for the next notebook it checks
+#: Set (by :func:`abandon`) when the one who asked the check in progress went away.
+_abandoned = threading.Event()
+#: Why a check whose asker went away stopped.
+ABANDONED = "the check was stopped: the one who asked it went away"
+
+
+def abandon() -> None:
+    """Stop the check in progress, from another thread (the warm check's service, whose asker
+    hung up): its grading child and kernels are killed, and the check fails with
+    :data:`ABANDONED` instead of being tried again."""
+    _abandoned.set()
+    for child in _children:
+        child.kill_soon()
+
+
+def drop_child() -> None:
+    """Kill this process's grading child, with its zygote and kernels (the next check starts a
+    new one); for a process that stops, or one whose child's state is in doubt."""
+    for child in _children:
+        child.kill()
+    _children.clear()
 #: Preloaded by the forkserver that checking children fork from (torch, with the judge).
 PRELOAD = ["autograd_course.grading.selfcheck", "autograd_course.grading.boundary.judge"]
 
@@ -223,6 +245,7 @@ def _grade_bounded(course: Course, cached: Path, work: Path, notebook: Path, ass
 
     seconds = submission_budget(course.config, 1)
     deaths = kernel_failures = 0
+    _abandoned.clear()
     while True:
         if not (_children and _children[0].alive):
             plan = warm._plan  # noqa: SLF001 - the plan this process was given, for the child
@@ -235,6 +258,8 @@ def _grade_bounded(course: Course, cached: Path, work: Path, notebook: Path, ass
         except bounded.Overrun as exc:
             raise RuntimeError(str(exc)) from None
         except bounded.Died:
+            if _abandoned.is_set():
+                raise RuntimeError(ABANDONED) from None
             deaths += 1
             if deaths == 2:
                 raise RuntimeError("the grading process died twice while it graded this "

@@ -23,9 +23,12 @@ is.
 
 Messages are one JSON object per line, one request and one answer per connection, each bounded
 (:data:`REQUEST_LIMIT`, :data:`ANSWER_LIMIT`). A request names the notebook (absolute), the
-``--student`` given (or None) and the environment that decides the student id and the report's
-words (:data:`ENVIRONMENT`); the answer holds ``lines`` (what ``check`` prints after the
-notebook's path) and ``error`` (its line on stderr, or None), or ``stale``.
+``--student`` given (or None), the environment that decides the student id and the report's
+words (:data:`ENVIRONMENT`) and the variables the verdict may depend on
+(:func:`verdict_environment`); the answer holds ``lines`` (what ``check`` prints after the
+notebook's path) and ``error`` (its line on stderr, or None); or ``stale`` (the service's code
+is older than the package's), or ``declined`` (the asker's verdict variables are not the
+service's): the asker checks cold.
 """
 
 from __future__ import annotations
@@ -34,11 +37,14 @@ import contextlib
 import hashlib
 import json
 import os
+import re
+import signal
 import socket
 import stat
 import struct
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -56,6 +62,22 @@ CONNECT_SECONDS = 2.0
 MAX_ADDRESS = 107
 #: Set to "0" in the environment, the check never asks a service (``check --cold`` does so).
 SWITCH = "AUTOGRAD_COURSE_WARM_CHECK"
+#: The environment variables a verdict may depend on besides those the course's config names
+#: (:func:`verdict_environment`): what the grader gives the student's kernel
+#: (``sandbox.kernel_environment``: the thread counts, ``PYTHONPATH``).
+KERNEL_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "PYTHONPATH")
+
+
+def verdict_environment(root: Path, environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables of ``environ`` a check's verdict may depend on: :data:`KERNEL_VARIABLES`
+    and every variable whose name the course's ``nbgrader_config.py`` mentions. The service
+    answers only a request whose values are its own (else the asker checks cold)."""
+    try:
+        text = (Path(root) / "nbgrader_config.py").read_text(errors="replace")
+    except OSError:
+        text = ""
+    named = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text)) | set(KERNEL_VARIABLES)
+    return {name: value for name, value in environ.items() if name in named}
 
 
 def private(folder: Path) -> bool:
@@ -106,13 +128,15 @@ def address(root: Path) -> Path | None:
 
 
 def same_user(conn: socket.socket) -> bool:
-    """Whether the process at the other end of ``conn`` runs as this process's user."""
+    """Whether the process at the other end of ``conn`` runs as this process's user, in this
+    process's user namespace (a sandboxed kernel has one of its own, whatever its uid)."""
     try:
-        _pid, uid, _gid = struct.unpack("3i", conn.getsockopt(
+        pid, uid, _gid = struct.unpack("3i", conn.getsockopt(
             socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+        theirs = os.readlink(f"/proc/{pid}/ns/user")
     except OSError:
         return False
-    return uid == os.getuid()
+    return uid == os.getuid() and theirs == os.readlink("/proc/self/ns/user")
 
 
 def send(conn: socket.socket, message: dict) -> None:
@@ -142,12 +166,12 @@ def enabled(environ: Mapping[str, str]) -> bool:
     return environ.get(SWITCH, "") != "0"
 
 
-def reachable(root: Path, environ: Mapping[str, str] | None = None) -> bool:
-    """Whether a service of the course at ``root`` may answer (its socket is there, and
-    ``environ`` does not switch the warm check off)."""
+def reachable(root: Path, environ: Mapping[str, str] | None = None) -> Path | None:
+    """The socket of a service of the course at ``root`` that may answer (it is there, and
+    ``environ`` does not switch the warm check off), or None."""
     environ = os.environ if environ is None else environ
     path = address(root) if enabled(environ) else None
-    return path is not None and path.is_socket()
+    return path if path is not None and path.is_socket() else None
 
 
 def ask(root: Path, notebook: Path, student: str | None = None,
@@ -157,14 +181,16 @@ def ask(root: Path, notebook: Path, student: str | None = None,
     ``root``; None where no service answers it (none there, switched off, gone meanwhile, its
     code stale, or ``timeout`` seconds spent): the caller checks cold."""
     environ = os.environ if environ is None else environ
-    if not reachable(root, environ):
+    path = reachable(root, environ)
+    if path is None:
         return None
     request = {"notebook": str(Path(notebook).resolve()), "student": student,
-               "environ": {name: environ[name] for name in ENVIRONMENT if name in environ}}
+               "environ": {name: environ[name] for name in ENVIRONMENT if name in environ},
+               "verdict_environ": verdict_environment(root, environ)}
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         try:
             conn.settimeout(CONNECT_SECONDS)
-            conn.connect(str(address(root)))
+            conn.connect(str(path))
             if not same_user(conn):
                 return None
             conn.settimeout(timeout)
@@ -172,7 +198,7 @@ def ask(root: Path, notebook: Path, student: str | None = None,
             answer = receive(conn, ANSWER_LIMIT)
         except (OSError, ValueError):  # no service, one gone, a broken answer: check cold
             return None
-    if answer.get("stale") or not isinstance(answer.get("lines"), list):
+    if answer.get("stale") or answer.get("declined") or not isinstance(answer.get("lines"), list):
         return None
     if not all(isinstance(line, str) for line in answer["lines"]):
         return None
@@ -181,14 +207,27 @@ def ask(root: Path, notebook: Path, student: str | None = None,
 
 
 # -- the server's side: the service's process ----------------------------------------------------
+def answers(path: Path) -> bool:
+    """Whether a service listens at ``path`` (a socket file left by one that is gone does not
+    answer)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.settimeout(CONNECT_SECONDS)
+            probe.connect(str(path))
+        except OSError:
+            return False
+    return True
+
+
 class Service:
     """The service process of the course at ``root``, started by the course's Jupyter server
-    extension (:meth:`start`), restarted when it ends (its code went stale: :meth:`watch`,
-    called now and then by the server) and stopped with the server (:meth:`stop`). Its output
-    goes to a log beside its socket."""
+    extension (:meth:`start`), started again when it has ended (its code went stale, or it
+    failed: :meth:`watch`, called now and then by the server) and stopped with the server
+    (:meth:`stop`). Its output goes to a log beside its socket."""
 
-    #: Restarts in a row, each soon after the last start, after which the server gives up.
-    MOST_RESTARTS = 3
+    #: Seconds before a service that ended soon after its start is started again: doubled at
+    #: each such end in a row (from 5 s to 10 min), so a broken one costs little.
+    BACK_OFF = (5.0, 600.0)
     #: Seconds a service must have run for its end to count as no failed start.
     SETTLED_SECONDS = 30.0
 
@@ -200,7 +239,7 @@ class Service:
             Path(jupyter_runtime_dir()).mkdir(mode=0o700, parents=True, exist_ok=True)
         self.address = address(self.root)
         self.process: subprocess.Popen | None = None
-        self.failures, self.started = 0, 0.0
+        self.failures, self.started, self.next_start = 0, 0.0, 0.0
 
     def command(self) -> list[str]:
         """How the service runs: this Python, ``-P`` (no module of the working folder)."""
@@ -208,13 +247,14 @@ class Service:
                 str(self.root), str(self.address)]
 
     def start(self) -> bool:
-        """Start the service (when it has an address); whether it runs."""
-        import time
-
+        """Start the service (where it has an address, and no other service of the course
+        answers there: another JupyterLab's); whether one runs now."""
         if self.address is None:
             return False
+        if answers(self.address):
+            return True
         env = {k: v for k, v in os.environ.items() if k != "JPY_SESSION_NAME"}
-        with open(self.address.with_suffix(".log"), "wb") as log:
+        with open(self.address.with_suffix(".log"), "ab") as log:
             self.process = subprocess.Popen(self.command(), cwd=self.root, env=env,
                                             stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                             start_new_session=True)
@@ -222,30 +262,34 @@ class Service:
         return True
 
     def watch(self) -> None:
-        """Start the service again when it has ended, unless it failed to start
-        :data:`MOST_RESTARTS` times in a row."""
-        import time
-
-        if self.process is None or self.process.poll() is None:
+        """Start the service again if it has ended (and no other answers for the course),
+        after a back-off that grows while it keeps ending soon after its start."""
+        now = time.monotonic()
+        if self.address is None or now < self.next_start:
             return
-        soon = time.monotonic() - self.started < self.SETTLED_SECONDS
-        self.failures = self.failures + 1 if soon else 0
-        if self.failures >= self.MOST_RESTARTS:
-            if self.log:
-                self.log.warning("autograd_course: the warm check's service ended %d times "
-                                 "soon after its start (see %s); checks run cold",
-                                 self.failures, self.address.with_suffix(".log"))
+        if self.process is not None and self.process.poll() is None:
+            return
+        if self.process is not None:
+            soon = now - self.started < self.SETTLED_SECONDS
+            self.failures = self.failures + 1 if soon else 0
             self.process = None
-            return
+            if self.failures:
+                first, most = self.BACK_OFF
+                pause = min(most, first * 2 ** (self.failures - 1))
+                self.next_start = now + pause
+                if self.log:
+                    self.log.warning("autograd_course: the warm check's service ended soon "
+                                     "after its start (see %s); checks run cold, and it is "
+                                     "started again in %g s", self.address.with_suffix(".log"),
+                                     pause)
+                return
         self.start()
 
     def listening(self, timeout: float) -> bool:
-        """Wait up to ``timeout`` seconds for the service to listen; whether it does."""
-        import time
-
+        """Wait up to ``timeout`` seconds for the service to answer; whether it does."""
         deadline = time.monotonic() + timeout
         while self.process is not None and self.process.poll() is None:
-            if self.address.is_socket():
+            if self.address.is_socket() and answers(self.address):
                 return True
             if time.monotonic() > deadline:
                 return False
@@ -261,15 +305,14 @@ class Service:
         return sum(line.startswith("checked ") for line in log.splitlines())
 
     def stop(self) -> None:
-        """Stop the service and its processes (its grading child, kernels, zygote)."""
-        import signal
-
+        """Stop the service: on SIGTERM it kills its grading child (with the zygote and the
+        kernels), removes its socket and ends, also in the middle of a check."""
         if self.process is None or self.process.poll() is not None:
             return
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGTERM)
         try:
-            self.process.wait(timeout=5)
+            self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)
