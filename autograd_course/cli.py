@@ -421,7 +421,7 @@ def _ready_to_check_here(args, notebooks: int) -> Path:
 
 
 def cmd_check(args) -> int:
-    from autograd_course.lab import warmcheck
+    from autograd_course import warmcheck
 
     notebooks = notebooks_of(args.notebooks)
     environ = dict(os.environ) | ({warmcheck.SWITCH: "0"} if args.cold else {})

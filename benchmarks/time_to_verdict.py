@@ -12,7 +12,7 @@ fresh process, the rows in turn:
 - ``autograd-course check``, cold (``--cold``): the hidden tests, a new process each time (its
   prepared course is built before timing, as a learner's first check builds it; that is
   printed apart);
-- ``autograd-course check`` answered by the warm check (autograd_course/lab/warmcheck.py): its
+- ``autograd-course check`` answered by the warm check (autograd_course/warmcheck.py): its
   service started anew as JupyterLab starts it, then the first check, a second asked at once,
   and a later one, :data:`BETWEEN` seconds after the last as a learner edits between checks
   (each a new ``check`` process that asks the service);
@@ -47,9 +47,9 @@ from pathlib import Path
 import nbformat
 from grade_class import timed
 
+from autograd_course import warmcheck
 from autograd_course.grading import idle
 from autograd_course.grading.prepared import CACHE
-from autograd_course.lab import warmcheck
 from autograd_course.testkit import classes, synthetic
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -23,11 +23,11 @@ import pytest
 from nbgrader.api import Gradebook
 
 import autograd_course
+from autograd_course import warmcheck
 from autograd_course.grading import record, scan
 from autograd_course.grading.boundary import sandbox
 from autograd_course.grading.preprocessors import strip_hidden_tests
 from autograd_course.grading.terminal import safe
-from autograd_course.lab import warmcheck
 from autograd_course.testkit import classes as course
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
@@ -86,7 +86,8 @@ def graded(tmp_path_factory, root):
         return (course.nbgrader(base, "autograde", "toy", "--force"),
                 course.nbgrader(base, "generate_feedback", "toy", "--force"))
 
-    # JupyterLab's warm check for the course (lab/warmcheck.py), in a runtime folder of its own
+    # JupyterLab's warm check for the course (autograd_course/warmcheck.py), in a runtime
+    # folder of its own
     runtime = tmp_path_factory.mktemp("runtime")
     runtime.chmod(0o700)
     with pytest.MonkeyPatch.context() as patch:

@@ -3,12 +3,12 @@
 A course with a grader secret (the test kit's ``make_course``) is served by a real JupyterLab
 as `make lab` serves it; the instructor releases 01_gradients to the course's exchange, and
 the Assignment List's own endpoint fetches it to ``<root>/01_gradients/``, where a learner's
-copy lives. The server keeps the course's warm check (lab/warmcheck.py), which the cell and the
-command ask. The notebook of release/ gets an answer that the hidden tests catch (right on the
-visible example only), the fetched one the reference answers. Headless Chromium opens each,
-selects the check cell and runs it with Shift+Enter; the report it prints after its first line
-(which file, saved when) must be, line for line, what `autograd-course check` prints for the
-same saved file.
+copy lives. The server keeps the course's warm check (autograd_course/warmcheck.py), which
+the cell and the command ask. The notebook of release/ gets an answer that the hidden tests
+catch (right on the visible example only), the fetched one the reference answers. Headless
+Chromium opens each, selects the check cell and runs it with Shift+Enter; the report it
+prints after its first line (which file, saved when) must be, line for line, what
+`autograd-course check` prints for the same saved file.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ import pytest
 from support.browser import CHROMIUM, chromium
 from support.lab import TOKEN, lab_check, running_lab
 
-from autograd_course.lab import selfstudy, warmcheck
+from autograd_course import warmcheck
+from autograd_course.lab import selfstudy
 from autograd_course.testkit import WRONG_ANSWERS, classes
 
 pytestmark = [pytest.mark.lab_check, pytest.mark.services]
@@ -112,7 +113,7 @@ def checked(course):
 
 
 def test_jupyterlabs_warm_check_answered_the_cell_and_the_command(checked):
-    # the server started the course's warm check (lab/warmcheck.py); the cell and
+    # the server started the course's warm check (autograd_course/warmcheck.py); the cell and
     # `autograd-course check` asked it, each place twice
     assert checked["answered warm"] == 2 * len(PLACES)
 

@@ -1,4 +1,4 @@
-"""The warm check (lab/warmcheck.py, grading/checkserver.py): the same report as the cold one.
+"""The warm check (warmcheck.py, grading/checkserver.py): the same report as the cold one.
 
 A service is started for the course as the Jupyter server extension starts it
 (:class:`warmcheck.Service`), with a runtime folder of the test's own. ``autograd-course
@@ -21,8 +21,8 @@ import psutil
 import pytest
 from support.commands import ASSIGNMENT, filled_release, reference_of, run
 
+from autograd_course import warmcheck
 from autograd_course.grading import checkserver, selfcheck
-from autograd_course.lab import warmcheck
 from autograd_course.testkit import WRONG_ANSWERS
 
 #: Seconds a service may take to listen (it imports nothing before it does).

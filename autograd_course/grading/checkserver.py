@@ -2,7 +2,7 @@
 
     python -P -m autograd_course.grading.checkserver COURSE_ROOT SOCKET
 
-The course's Jupyter server extension starts it (:class:`autograd_course.lab.warmcheck.Service`,
+The course's Jupyter server extension starts it (:class:`autograd_course.warmcheck.Service`,
 which says what asks it and how); it serves one course, for its user, until the server stops.
 
 - It listens on ``SOCKET`` (made by this user only, mode 0600), then imports the grader, so
@@ -48,7 +48,7 @@ import traceback
 from importlib import metadata
 from pathlib import Path
 
-from autograd_course.lab import warmcheck
+from autograd_course import warmcheck
 
 #: The package this service runs.
 PACKAGE = Path(__file__).resolve().parent.parent

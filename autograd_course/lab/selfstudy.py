@@ -28,7 +28,8 @@ from ``release/``, or one fetched with the Assignment List under the course root
 - The check runs ``python -P -m autograd_course --course ROOT check -- NOTEBOOK`` in the
   root (:func:`check_command`): ``-P`` keeps the working folder off ``sys.path``, ``--`` ends
   the options before the notebook's path. Where JupyterLab keeps a warm check ready for the
-  course (:mod:`.warmcheck`), the cell asks it instead, and prints the same report.
+  course (:mod:`autograd_course.warmcheck`), the cell asks it instead, and prints the same
+  report.
 - The cell imports this module only when ``NBGRADER_EXECUTION`` is unset (nbgrader sets it
   while it grades or validates); the function also checks that variable.
 
@@ -240,9 +241,10 @@ def check_saved_notebook(assignment: str, *, environ: Mapping[str, str] | None =
 
 
 def _warm_check(root: Path, notebook: Path, timeout: float) -> bool:
-    """Print the report of JupyterLab's warm check (:mod:`.warmcheck`), as ``check`` prints
-    it; False, having printed nothing, where none answered (the check then runs cold)."""
-    from autograd_course.lab import warmcheck
+    """Print the report of JupyterLab's warm check (:mod:`autograd_course.warmcheck`), as
+    ``check`` prints it; False, having printed nothing, where none answered (the check then
+    runs cold)."""
+    from autograd_course import warmcheck
 
     command, env = check_command(root, notebook)
     answer = warmcheck.ask(root, notebook, None, env, timeout)

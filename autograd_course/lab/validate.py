@@ -35,8 +35,9 @@ posts a notebook's path to ``<base_url>assignments/validate`` and shows the answ
   the visible tests only (:func:`visible_only`): the student's code, run as the student.
 
 Where the server has a course, the extension also keeps the warm check ready for it
-(:mod:`.warmcheck`: a service that the check cell, Validate and ``autograd-course check`` ask
-first), unless ``--CourseValidate.warm_check=False``; it is stopped with the server.
+(:mod:`autograd_course.warmcheck`: a service that the check cell, Validate and
+``autograd-course check`` ask first), unless ``--CourseValidate.warm_check=False``; it is
+stopped with the server.
 
 nbgrader's dialog has no place for a server's words on success, so this extension also serves
 nbgrader's labextension files with one change (:func:`patched_chunk`): the success paragraph
@@ -64,8 +65,9 @@ from tornado import web
 from traitlets import Bool, Unicode
 from traitlets.config import Configurable
 
+from autograd_course import warmcheck
 from autograd_course.kernel.wrapping import wrapped
-from autograd_course.lab import selfstudy, warmcheck
+from autograd_course.lab import selfstudy
 
 #: The columns of a line in the dialog (its text boxes break longer lines anywhere).
 WIDTH = 80
@@ -98,9 +100,9 @@ class CourseValidate(Configurable):
     """The course whose hidden tests Validate runs (``--CourseValidate.course_root=DIR``)."""
 
     warm_check = Bool(True, config=True, help=(
-        "Keep a warm check ready for the course's learners' copies (autograd_course.lab."
-        "warmcheck): the check cell, Validate and `autograd-course check` then answer in about "
-        "a second from the second check on. It holds a grading process, a zygote and their "
+        "Keep a warm check ready for the course's learners' copies (autograd_course."
+        "warmcheck): the check cell, Validate and `autograd-course check` then answer in "
+        "about a second from the second check on. It holds a grading process, a zygote and their "
         "memory while the server runs."))
 
     course_root = Unicode("", config=True, help=(
@@ -334,9 +336,9 @@ WATCH_SECONDS = 5.0
 
 
 def _start_warm_check(serverapp, course: Path) -> None:
-    """Start the warm check's service for the server's course (:mod:`.warmcheck`), look at it
-    every :data:`WATCH_SECONDS` (a service whose code went stale ends, and starts again), and
-    stop it with the server."""
+    """Start the warm check's service for the server's course
+    (:mod:`autograd_course.warmcheck`), look at it every :data:`WATCH_SECONDS` (a service whose
+    code went stale ends, and starts again), and stop it with the server."""
     import atexit
 
     from tornado.ioloop import PeriodicCallback
