@@ -1,10 +1,15 @@
 """Grade one synthetic class every way the course can, and time each against plain nbgrader.
 
-    .venv/bin/python benchmarks/grade_class.py [--submissions 100] [--jobs 2] [--workers 2]
+    .venv/bin/python benchmarks/grade_class.py [--submissions 100] [--units 01-08|all]
+                                               [--jobs 2] [--workers 2]
                                                [--ways default serial cold local dask postgres]
 
-The class has ``--submissions`` synthetic submissions spread over assignments 01-08 (so that
-new units do not move the baseline; profiles right, mistakes, blank, mixed, tamper in turn).
+The class has ``--submissions`` synthetic submissions spread evenly over ``--units``:
+assignments 01-08 by default (so that new units do not move the baseline), or ``all`` of them
+(a class over every unit with a few submissions each: 72 gives six per unit); profiles right,
+mistakes, blank, mixed, tamper in turn. Each way's wall time is printed with the machine's
+load average (1 min) before and after it: on a shared machine a ratio is only as good as
+the load was even.
 In one run, copies of the same course (same secret, so the same hidden inputs) are graded:
 
 - ``default``: by plain serial nbgrader with nbgrader's DEFAULT pipeline (a config that only
@@ -23,6 +28,10 @@ In one run, copies of the same course (same secret, so the same hidden inputs) a
   worker processes, into SQLite;
 - ``postgres``: by `autograd-course grade --jobs N` into a PostgreSQL server (Debian's,
   started here with fsync on, as in production).
+
+Each way starts from a course whose gradebook knows the assignments (plain nbgrader's by
+``nbgrader generate_assignment``, the others' as ``autograd-course release`` leaves it), not
+timed; what ``grade`` prepares for its workers (:func:`.runner.bundle_for`) is timed.
 
 Every way must give the same scores as ``serial``; ``default`` (whose tests a tampering
 student can fool) must give them for the right and the blank students. With ``dask`` it then
@@ -55,7 +64,8 @@ from autograd_course.testkit import classes, synthetic
 from autograd_course.testkit.postgres import Postgres
 
 ROOT = Path(__file__).resolve().parent.parent
-UNITS = [u for u in Course.load(ROOT).assignments() if u[:2] <= "08"]
+ALL_UNITS = Course.load(ROOT).assignments()
+UNIT_SETS = {"01-08": [u for u in ALL_UNITS if u[:2] <= "08"], "all": ALL_UNITS}
 MOOC_STUDENTS, MOOC_ASSIGNMENTS = 10_000, 8
 WAYS = ("default", "serial_cold", "serial", "cold", "local", "dask", "postgres")
 #: nbgrader's own pipeline: a config that names the course and its exchange, nothing else.
@@ -75,11 +85,11 @@ def timed(args: list[str], cwd: Path) -> float:
     return time.perf_counter() - start
 
 
-def build(base: Path, submissions: int) -> Path:
-    """A course with every assignment and ``submissions`` submissions spread over them."""
-    serial = classes.make_course(base / "serial", ROOT, list(UNITS))
-    per_unit = math.ceil(submissions / len(UNITS))
-    for index, unit in enumerate(UNITS):
+def build(base: Path, submissions: int, units: list[str]) -> Path:
+    """A course with ``units`` and ``submissions`` submissions spread over them."""
+    serial = classes.make_course(base / "serial", ROOT, list(units))
+    per_unit = math.ceil(submissions / len(units))
+    for index, unit in enumerate(units):
         count = max(0, min(per_unit, submissions - index * per_unit))
         classes.submit_class(serial, unit, synthetic.cycle_profiles(count), seed=index)
     return serial
@@ -87,7 +97,7 @@ def build(base: Path, submissions: int) -> Path:
 
 def submitted(course: Path) -> list[str]:
     """The assignments the class handed in (a small class may leave some out)."""
-    return [u for u in UNITS if list(course.glob(f"submitted/*/{u}"))]
+    return [u for u in ALL_UNITS if list(course.glob(f"submitted/*/{u}"))]
 
 
 def scores(course: Path, students: set[str] | None = None) -> dict:
@@ -107,14 +117,27 @@ def plain_nbgrader(course: Path) -> float:
     return time.perf_counter() - start
 
 
-def plain_course(serial: Path, dest: Path, config: str | None = None, extra: str = "") -> Path:
+def released_course(serial: Path, dest: Path, units: list[str], extra: str = "") -> Path:
+    """A copy of the class for ``autograd-course grade`` (``extra`` added to its config) whose
+    gradebook knows its assignments, as a course that released them does (not timed, as
+    plain nbgrader's ``generate_assignment``; ``grade`` would do it in a course that did
+    not)."""
+    course = classes.copy_course(serial, dest, extra)
+    for unit in units:
+        gradebook.register(Course.load(course), unit,
+                           gradebook.cells(Course.load(serial).db_url, unit))
+    return course
+
+
+def plain_course(serial: Path, dest: Path, units: list[str], config: str | None = None,
+                 extra: str = "") -> Path:
     """A copy of the class for plain nbgrader, with its nbgrader_config.py replaced by
     ``config`` or added ``extra``, and its assignments generated into its gradebook (not
     timed)."""
     course = classes.copy_course(serial, dest, extra)
     if config is not None:
         (course / "nbgrader_config.py").write_text(config)
-    for unit in UNITS:
+    for unit in units:
         timed([sys.executable, "-m", "nbgrader", "generate_assignment", unit, "--force"], course)
     return course
 
@@ -204,16 +227,18 @@ def cluster_costs(course: Course, address: str, sample: list[Submission]) -> dic
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--submissions", type=int, default=100)
+    parser.add_argument("--units", choices=UNIT_SETS, default="01-08",
+                        help="the assignments the class is spread over")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--workers", type=int, default=2, help="Dask LocalCluster workers")
     parser.add_argument("--ways", nargs="+", choices=WAYS, default=list(WAYS))
     args = parser.parse_args()
     ways = ["serial", *[w for w in WAYS if w in args.ways and w != "serial"]]
-    n, here = args.submissions, [sys.executable, "-m"]
+    n, here, units = args.submissions, [sys.executable, "-m"], UNIT_SETS[args.units]
     grade = here + ["autograd_course", "grade", "--jobs", str(args.jobs)]
     with tempfile.TemporaryDirectory(prefix="grade-bench-") as tmp:
         base = Path(tmp)
-        serial = build(base, n)
+        serial = build(base, n, units)
         profiles = dict(synthetic.cycle_profiles(n))
         plain_students = {s for s, p in profiles.items() if p in ("right", "blank")}
         courses = {"serial": serial}
@@ -222,51 +247,61 @@ def main() -> None:
             cold = "\nc.JudgedExecute.warm_kernels = False\n"
             if way == "default":
                 (base / "exchange").mkdir()
-                courses[way] = plain_course(serial, base / way, DEFAULT_CONFIG.format(
+                courses[way] = plain_course(serial, base / way, units, DEFAULT_CONFIG.format(
                     exchange=str(base / "exchange")))
             elif way == "serial_cold":
-                courses[way] = plain_course(serial, base / way, extra=cold)
+                courses[way] = plain_course(serial, base / way, units, extra=cold)
             else:
-                courses[way] = classes.copy_course(serial, base / way,
-                                                   cold if way == "cold" else "")
-        wall["serial"] = plain_nbgrader(serial)
+                courses[way] = released_course(serial, base / way, units,
+                                               cold if way == "cold" else "")
+        load = {}  # way -> the load average (1 min) before and after it
+
+        def measured(way: str, run) -> None:
+            before = os.getloadavg()[0]
+            wall[way] = run()
+            load[way] = (before, os.getloadavg()[0])
+
+        measured("serial", lambda: plain_nbgrader(serial))
         reference = scores(serial)
         if "serial_cold" in ways:
-            wall["serial_cold"] = plain_nbgrader(courses["serial_cold"])
+            measured("serial_cold", lambda: plain_nbgrader(courses["serial_cold"]))
             same["serial_cold"] = scores(courses["serial_cold"]) == reference
         if "default" in ways:
-            wall["default"] = plain_nbgrader(courses["default"])
+            measured("default", lambda: plain_nbgrader(courses["default"]))
             same["default"] = scores(courses["default"], plain_students) == scores(
                 serial, plain_students)
         for way in ("cold", "local"):
             if way in ways:
-                wall[way] = timed(grade, courses[way])
+                measured(way, lambda way=way: timed(grade, courses[way]))
         costs = merge = None
         if "dask" in ways:
             from distributed import LocalCluster
 
             with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
                               dashboard_address=None, memory_limit=0) as cluster:
-                wall["dask"] = timed(here + ["autograd_course", "grade", "--scheduler",
-                                             cluster.scheduler_address], courses["dask"])
+                measured("dask", lambda: timed(here + ["autograd_course", "grade", "--scheduler",
+                                                       cluster.scheduler_address],
+                                               courses["dask"]))
                 sample = [Submission(s.student, s.assignment) for s in
-                          Course.load(serial).submissions(UNITS)][::max(1, n // 16)][:16]
+                          Course.load(serial).submissions(units)][::max(1, n // 16)][:16]
                 costs = cluster_costs(Course.load(serial), cluster.scheduler_address, sample)
-            merge = merge_costs(serial, base, sample)
+            merge = merge_costs(serial, base, sample, units)
         if "postgres" in ways:
             with Postgres(durable=True) as server:
                 url = server.create_database("bench")
-                courses["postgres"] = classes.copy_course(
-                    serial, base / "postgres-course", f'\nc.CourseDirectory.db_url = "{url}"\n')
-                wall["postgres"] = timed(grade, courses["postgres"])
+                courses["postgres"] = released_course(
+                    serial, base / "postgres-course", units,
+                    f'\nc.CourseDirectory.db_url = "{url}"\n')
+                measured("postgres", lambda: timed(grade, courses["postgres"]))
                 same["postgres"] = scores(courses["postgres"]) == reference
         for way in ("cold", "local", "dask"):
             if way in ways:
                 same[way] = scores(courses[way]) == reference
         records = len(list((serial / STORE).glob("*/*/*.json")))
 
-    print(f"machine: {os.cpu_count()} cores; {n} submissions over {len(UNITS)} assignments "
-          f"({records} graded notebooks); --jobs {args.jobs}; {args.workers} Dask workers\n")
+    print(f"machine: {os.cpu_count()} cores; {n} submissions over {len(units)} assignments "
+          f"({units[0]} to {units[-1]}; {records} graded notebooks); --jobs {args.jobs}; "
+          f"{args.workers} Dask workers\n")
     labels = {
         "default": "plain nbgrader, nbgrader's DEFAULT pipeline, serial",
         "serial_cold": "plain nbgrader, the course's config, cold kernels, serial",
@@ -277,34 +312,29 @@ def main() -> None:
         "postgres": f"autograd-course grade --jobs {args.jobs}, PostgreSQL (fsync on)"}
     bases = [b for b in ("default", "serial_cold", "serial") if b in wall]
     print("| how | wall | per submission | " + " | ".join(f"vs {b}" for b in bases)
-          + " | scores |\n|---|---:|---:|" + "---:|" * len(bases) + "---|")
+          + " | scores | load before, after |\n|---|---:|---:|" + "---:|" * len(bases)
+          + "---|---|")
     for way in [w for w in WAYS if w in wall]:
         verdict = "reference" if way == "serial" else (
             "same for right and blank" if way == "default" and same[way] else
             "same" if same[way] else "DIFFERENT")
         ratios = " | ".join(f"{wall[b] / wall[way]:.2f}x" for b in bases)
         print(f"| {labels[way]} | {wall[way]:.1f} s | {wall[way] / n:.2f} s | {ratios} | "
-              f"{verdict} |")
+              f"{verdict} | {load[way][0]:.1f}, {load[way][1]:.1f} |")
     if costs:
         report_costs(costs, merge)
 
 
-def merge_costs(serial: Path, base: Path, sample: list[Submission]) -> dict:
+def merge_costs(serial: Path, base: Path, sample: list[Submission], units: list[str]) -> dict:
     """The main process's seconds to merge one graded submission, into SQLite and into
     PostgreSQL."""
     merge = {}
     with Postgres(durable=True) as server:
         merge_url = server.create_database("merge")
-        merge_pg = classes.copy_course(serial, base / "merge_pg",
-                                       f'\nc.CourseDirectory.db_url = "{merge_url}"\n')
-        for unit in UNITS:
-            gradebook.register(Course.load(merge_pg), unit, gradebook.cells(
-                Course.load(serial).db_url, unit))
+        merge_pg = released_course(serial, base / "merge_pg", units,
+                                   f'\nc.CourseDirectory.db_url = "{merge_url}"\n')
         merge["postgres"] = merge_seconds(Course.load(serial), Course.load(merge_pg), sample)
-    merge_sqlite = classes.copy_course(serial, base / "merge_sqlite")
-    for unit in UNITS:
-        gradebook.register(Course.load(merge_sqlite), unit,
-                           gradebook.cells(Course.load(serial).db_url, unit))
+    merge_sqlite = released_course(serial, base / "merge_sqlite", units)
     merge["sqlite"] = merge_seconds(Course.load(serial), Course.load(merge_sqlite), sample)
     return merge
 
