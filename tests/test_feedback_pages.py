@@ -246,3 +246,49 @@ def test_comments_are_shown_as_nbgrader_would_when_one_is_missing():
         "```text\nCheckError: x\n```")
     assert shown_comment("a", "a ") == "```text\na \n```"  # the same twice: once
     assert shown_comment(None, " ") == shown_comment(None, None) == ""
+
+
+# -- the page, written once: no tree of it, highlighted cells kept ---------------------------
+#: The smallest PNG: a student's plot, as an output the page shows.
+PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5"
+       "ErkJggg==")
+
+
+def with_a_plot(nb) -> nbformat.NotebookNode:
+    nb = copy.deepcopy(nb)
+    nb.cells[1].outputs = [nbformat.v4.new_output("display_data", data={"image/png": PNG})]
+    nb.cells[1].cell_type, nb.cells[1].execution_count = "code", 1
+    return nb
+
+
+def test_a_feedback_page_is_the_page_nbconvert_writes_with_its_images_described():
+    from bs4 import BeautifulSoup
+
+    from autograd_course.grading.preprocessors.exporter import NO_DESCRIPTION, FeedbackExporter
+
+    nb = with_a_plot(graded_notebook())
+    ours = feedback_html(copy.deepcopy(nb))
+    real = FeedbackExporter.from_notebook_node
+    try:  # nbconvert's own HTMLExporter, BeautifulSoup's tree and all
+        FeedbackExporter.from_notebook_node = HTMLExporter.from_notebook_node
+        theirs = feedback_html(copy.deepcopy(nb))
+    finally:
+        FeedbackExporter.from_notebook_node = real
+    assert f'<img alt="{NO_DESCRIPTION}" src="data:image/png;base64,{PNG}"' in ours
+    uuids = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+    assert uuids.sub("", str(BeautifulSoup(ours, "html.parser"))) == uuids.sub("", theirs)
+
+
+def test_a_cell_on_many_pages_is_highlighted_once(monkeypatch):
+    import nbconvert.filters.highlight as highlight
+
+    nb = graded_notebook()
+    nb.cells[2].source += "  # a cell no page had before"
+    feedback_html(copy.deepcopy(nb))
+    highlighted = []
+    real = highlight._pygments_highlight
+    monkeypatch.setattr(highlight, "_pygments_highlight",
+                        lambda source, *a, **k: highlighted.append(source) or real(source, *a, **k))
+    nb.cells[1].source += "\n# another student's answer"
+    feedback_html(copy.deepcopy(nb))
+    assert highlighted == [nb.cells[1].source]

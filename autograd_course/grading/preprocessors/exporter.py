@@ -5,13 +5,18 @@ once per process."""
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import secrets
+from html.parser import HTMLParser
 
 import jinja2
 import nbformat
-from nbconvert.exporters import HTMLExporter, NotebookExporter
+from nbconvert.exporters import HTMLExporter, NotebookExporter, TemplateExporter
 from nbconvert.exporters.exporter import ResourcesDict
+from nbconvert.filters.highlight import Highlight2HTML
+from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from nbformat.notebooknode import NotebookNode
 from nbgrader.coursedir import CourseDirectory
 
@@ -161,16 +166,93 @@ _COMPILED = _CompiledTemplates()
 
 
 class FeedbackExporter(HTMLExporter):
-    """nbconvert's HTML exporter (``GenerateFeedback.exporter_class``) whose templates are
-    compiled once per process: nbgrader makes a new exporter for every feedback page, and
-    compiling nbconvert's and nbgrader's templates again was most of a page's time."""
+    """nbconvert's HTML exporter (``GenerateFeedback.exporter_class``), made for writing many
+    pages in one process:
+
+    - its templates are compiled once per process: nbgrader makes a new exporter for every
+      feedback page, and compiling nbconvert's and nbgrader's templates again was most of a
+      page's time;
+    - the page is not parsed into a tree and written out again. nbconvert's HTMLExporter does
+      that with BeautifulSoup, for accessibility: an image without an alternative text gets
+      one, and JupyterLab's cells (``.jp-Notebook div.jp-Cell-inputWrapper``,
+      ``div.jp-OutputArea-output``) get ``tabindex="0"``. nbgrader's feedback template is the
+      classic one, whose cells those selectors never match, so only the images' text is left
+      to give (:func:`described_images`, a streaming pass); the tree was half a page's time.
+    """
 
     @contained  # the feedback pipeline of one notebook: a SystemExit there is its failure
     def from_notebook_node(self, nb, resources=None, **kw):
-        return super().from_notebook_node(nb, resources=resources, **kw)
+        # HTMLExporter.from_notebook_node (nbconvert 7), up to the page's tree
+        info = nb.metadata.get("language_info", {})
+        lexer = info.get("pygments_lexer", info.get("name", None))
+        self.register_filter("highlight_code", self.filters.get(
+            "highlight_code", _KeptHighlight(pygments_lexer=lexer, parent=self)))
+        resources = self._init_resources(resources)
+        self.register_filter("filter_data_type", WidgetsDataTypeFilter(
+            notebook_metadata=self._nb_metadata, parent=self, resources=resources))
+        html, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+        return described_images(html), resources
 
     def _create_environment(self):
         # nbconvert (private): TemplateExporter builds its Jinja environment here
         environment = super()._create_environment()
         environment.bytecode_cache = _COMPILED
         return environment
+
+
+class _KeptHighlight(Highlight2HTML):
+    """nbconvert's highlighting of a code cell, kept for the next page with the same cell (a
+    test cell, the course's code: the same on every student's page), for the
+    :data:`HIGHLIGHTS_KEPT` cells last highlighted in this process."""
+
+    def __call__(self, source, language=None, metadata=None):
+        magics = (metadata or {}).get("magics_language")
+        options = tuple(sorted(self.extra_formatter_options.items()))
+        try:
+            return _highlighted(source, language or self.pygments_lexer, magics, options)
+        except TypeError:  # options that cannot be a key (a list): highlighted each time
+            return super().__call__(source, language, metadata)
+
+
+#: How many highlighted cells a grading process keeps (:class:`_KeptHighlight`).
+HIGHLIGHTS_KEPT = 2048
+
+
+@functools.lru_cache(maxsize=HIGHLIGHTS_KEPT)
+def _highlighted(source: str, language: str, magics: str | None, options: tuple) -> str:
+    highlight = Highlight2HTML(pygments_lexer=language, extra_formatter_options=dict(options))
+    return highlight(source, language, {"magics_language": magics} if magics else None)
+
+
+#: The alternative text nbconvert gives an image that has none.
+NO_DESCRIPTION = "No description has been provided for this image"
+
+
+class _ImagesWithoutText(HTMLParser):
+    """Where a page's ``<img>`` tags without an ``alt`` attribute start (offsets in the page),
+    as an HTML parser finds them: never inside a ``<script>`` or ``<style>``, or a comment."""
+
+    def __init__(self, page: str):
+        super().__init__(convert_charrefs=False)
+        self.lines = [0, *(m.end() for m in re.finditer("\n", page))]  # where line N+1 starts
+        self.found: list[int] = []
+        self.feed(page)
+        self.close()
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "img" and "alt" not in dict(attrs):
+            line, column = self.getpos()
+            self.found.append(self.lines[line - 1] + column)
+
+    handle_startendtag = handle_starttag
+
+
+def described_images(page: str) -> str:
+    """``page`` with :data:`NO_DESCRIPTION` as the ``alt`` of each image that has none (as
+    nbconvert's HTMLExporter gives it), and nothing else changed."""
+    parts, last = [], 0
+    for start in _ImagesWithoutText(page).found:
+        after = start + len("<img")
+        parts += [page[last:after], f' alt="{NO_DESCRIPTION}"']
+        last = after
+    return "".join([*parts, page[last:]])
