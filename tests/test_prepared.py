@@ -3,9 +3,11 @@ own, rebuilt when damaged."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import stat
+import sys
 from pathlib import Path
 
 import nbformat
@@ -130,3 +132,60 @@ def test_a_cached_course_that_nbgrader_cannot_use_is_rebuilt_and_the_check_tried
     (rec,) = selfcheck.check(copy, copy / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", "ada")
     assert len(built) == 1 and rec.student == "ada" and rec.max_score == FULL
     assert {q["diagnosis"] for q in rec.questions} == {"blank"}
+
+
+# -- a prepared course's gradebook: made without an alembic process, opened with one engine ----
+def _schema(path: Path) -> tuple:
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(path)) as connection:
+        return (sorted(connection.execute("SELECT type, name, sql FROM sqlite_master")),
+                connection.execute("SELECT * FROM alembic_version").fetchall())
+
+
+def test_a_prepared_gradebook_is_the_one_nbgrader_makes_without_an_alembic_process(
+        tmp_path, monkeypatch, root):
+    import warnings
+
+    from nbgrader.api import Gradebook
+
+    from autograd_course.grading.release import prepare
+    from autograd_course.grading.tasks import sqlite_url
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        monkeypatch.setenv("PATH", str(Path(sys.executable).parent))  # this venv's alembic
+        Gradebook(f"sqlite:///{tmp_path / 'nbgraders.db'}").close()  # nbgrader's own way
+        monkeypatch.setenv("PATH", str(tmp_path))  # no `alembic` to start: it would fail
+        built = prepare(tmp_path / "prepared", Course.load(root), [ASSIGNMENT],
+                        db_url=sqlite_url(tmp_path / "prepared"))
+    assert _schema(built / "gradebook.db") == _schema(tmp_path / "nbgraders.db")
+
+
+def test_nbgrader_opens_a_shared_gradebook_with_one_engine_and_others_as_it_does(tmp_path):
+    import warnings
+
+    from nbgrader.api import Gradebook
+
+    from autograd_course.grading import engines
+    from autograd_course.grading.release import new_gradebook
+
+    shared, other = (f"sqlite:///{tmp_path / name}.db" for name in ("shared", "other"))
+    for url in (shared, other):
+        new_gradebook(url)
+    engines.share(shared)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            found = {}
+            for url in (shared, other, shared, other):
+                with Gradebook(url) as gb:
+                    if url not in found:
+                        gb.add_student("ada")
+                    found.setdefault(url, []).append((gb.engine, len(gb.students)))
+    finally:
+        engines.release(shared)
+    (one, n1), (again, n2) = found[shared]
+    assert one is again and n1 == n2 == 1  # one engine, and what was written is there
+    (first, _), (second, _) = found[other]
+    assert first is not second

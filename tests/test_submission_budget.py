@@ -106,6 +106,69 @@ def test_a_grading_past_its_budget_fails_for_time_and_the_class_goes_on(monkeypa
     assert _gone(pid)
 
 
+def _marked_grade(task, bundle):
+    """Grading that leaves a file named for the submission when it starts."""
+    Path(bundle.settings["marks"], task.submission.student).touch()
+    return tasks.Outcome(task.submission, True, task.digest)
+
+
+def test_a_child_grades_its_next_submission_while_the_last_is_merged(monkeypatch, tmp_path):
+    monkeypatch.setattr(tasks, "grade", _marked_grade)  # forked children inherit it
+    monkeypatch.setattr(runner, "_context", lambda: multiprocessing.get_context("fork"))
+    todo = [tasks.Task(Submission(name, "toy"), {}, name) for name in ("first", "second")]
+    bundle = tasks.Bundle(("toy",), b"", {"marks": str(tmp_path)})
+    results = runner._on_this_machine(todo, bundle, 1, {"toy": 60})
+    try:
+        assert next(results).submission.student == "first"
+        # the caller merges "first" now: the one child already grades "second"
+        for _ in range(300):
+            if (tmp_path / "second").exists():
+                break
+            time.sleep(0.1)
+        assert (tmp_path / "second").exists()
+        assert next(results).submission.student == "second"
+    finally:
+        results.close()
+
+
+def _collector() -> tuple[int, int]:
+    import gc
+
+    return gc.get_freeze_count(), gc.get_threshold()[0]
+
+
+def test_a_grading_child_never_collects_what_it_inherited():
+    bundle = tasks.Bundle(("toy",), b"", {})  # nothing to unpack: grading it would fail
+    child = bounded.Child(multiprocessing.get_context("fork"), tasks.serve, (bundle,))
+    try:
+        frozen, young = child.call(_collector, seconds=60)
+    finally:
+        child.close()
+    assert frozen > 10_000 and young == tasks.YOUNG_OBJECTS
+
+
+def _ends_after(scratch: str, folder: str, me: str, partner: str | None) -> None:
+    """A child that, as it ends, says so in ``folder`` once ``partner`` has said so."""
+    import multiprocessing.util
+
+    def ending() -> None:
+        for _ in range(600):
+            if partner is None or (Path(folder) / partner).exists():
+                break
+            time.sleep(0.05)
+        (Path(folder) / me).touch()
+
+    multiprocessing.util.Finalize(None, ending, exitpriority=10)
+
+
+def test_children_closed_together_end_together(tmp_path):
+    fork = multiprocessing.get_context("fork")
+    first = bounded.Child(fork, _ends_after, (str(tmp_path), "first", "second"))
+    second = bounded.Child(fork, _ends_after, (str(tmp_path), "second", None))
+    bounded.close_all([first, second])  # the first ends only once the second is ending
+    assert first.process.exitcode == 0 and second.process.exitcode == 0
+
+
 def test_kill_tree_kills_what_a_child_started():
     process = subprocess.Popen(["sh", "-c", "sleep 600 & sleep 600 & wait"])
     for _ in range(50):

@@ -17,9 +17,11 @@ from pathlib import Path
 import psutil
 import pytest
 from support.judged import grade_cells
+from traitlets.config import Config
 
 from autograd_course.grading.boundary import folders as kernel_folders
 from autograd_course.grading.boundary import sandbox, warm
+from autograd_course.grading.preprocessors import JudgedExecute
 
 HOSTILE = r'''
 import builtins, os, random, subprocess, sys
@@ -185,6 +187,50 @@ def test_a_notebook_graded_while_the_zygote_starts_gets_a_cold_kernel(tmp_path):
     assert outputs[-1]["text"].strip() == "2"  # its namespace's PID 1 forked it
     assert list(warm._zygotes.values()) == [zygote]
     warm.close_all()
+
+
+def test_a_grading_child_starts_its_zygote_first_and_its_notebooks_wait_for_it(tmp_path):
+    warm.close_all()
+    config = Config()
+    config.CourseDirectory.root = str(tmp_path / "course")
+    try:
+        JudgedExecute(config=config).start_zygote()  # as a grading child starts
+        [zygote] = warm._zygotes.values()
+        _grade(tmp_path, "print(1)", "first")  # warm: it waited, and took no cold kernel
+        assert list(warm._zygotes.values()) == [zygote]
+    finally:
+        warm.plan(None)
+        warm.close_all()
+
+
+def test_a_notebook_waits_for_a_starting_zygote_half_its_time_at_most(tmp_path, monkeypatch):
+    waited = []
+
+    class Starting:  # a zygote that is never ready
+        def __init__(self, private):
+            pass
+
+        def alive(self) -> bool:
+            return True
+
+        def wait(self, seconds: float) -> bool:
+            waited.append(seconds)
+            return False
+
+        def close(self) -> None:
+            pass
+
+    warm.close_all()
+    monkeypatch.setattr(warm, "Zygote", Starting)
+    warm.plan(None, wait=True)
+    try:
+        nb, state, _ = grade_cells(tmp_path, ["print(6 * 7)"], "impatient", warm=True,
+                                   notebook_seconds=40)
+    finally:
+        warm.plan(None)
+        warm.close_all()
+    assert state["kernel"] == "cold" and nb.cells[0].outputs[-1]["text"].strip() == "42"
+    assert len(waited) == 1 and 0 < waited[0] <= 20
 
 
 def test_where_the_zygote_cannot_start_kernels_start_cold_and_the_log_says_why(

@@ -64,6 +64,17 @@ def context(preload: list[str]):
     return multiprocessing.get_context("spawn")
 
 
+def start_early(ctx) -> None:
+    """Start ``ctx``'s forkserver now, if it has one (:func:`context`) not running yet, as a
+    child is started (:func:`_started_apart`): it imports its preload while the caller goes
+    on, and the first :class:`Child` forks at once instead of waiting for those imports."""
+    if ctx.get_start_method() == "forkserver":
+        from multiprocessing import forkserver
+
+        with _started_apart():
+            forkserver.ensure_running()
+
+
 _starting = threading.Lock()
 
 
@@ -188,18 +199,27 @@ class Child:
 
     def close(self) -> None:
         """Let the child end (it finishes no call), else kill it."""
-        try:
-            self.conn.send(None)
-        except OSError:
-            pass
-        self.process.join(10)
-        if self.process.exitcode is None:
-            self.kill()
-        self._cleanup()
+        close_all([self])
 
     def _cleanup(self) -> None:
         self.conn.close()
         shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def close_all(children: list[Child]) -> None:
+    """Let every child of ``children`` end at once (each finishes no call: its zygote and
+    folders go as it exits), then reap each, killing one still there 10 s later."""
+    for child in children:
+        try:
+            child.conn.send(None)
+        except OSError:
+            pass
+    deadline = time.monotonic() + 10
+    for child in children:
+        child.process.join(max(0.0, deadline - time.monotonic()))
+        if child.process.exitcode is None:
+            child.kill()
+        child._cleanup()
 
 
 def _serve(conn, parent: int, initializer, initargs, on_orphan) -> None:

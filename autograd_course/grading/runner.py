@@ -175,6 +175,8 @@ def grade_class(course: Course, submissions: list[Submission], *, jobs: int = 1,
         if not todo:
             _merged(course, summary, decided, dates, on_merged)
             return summary
+        if not scheduler:  # the grading children's imports, while the bundle is made
+            bounded.start_early(_context())
         bundle = bundle_for(course, sorted({t.submission.assignment for t in todo}),
                             settings or {})
         budgets = budgets_of(course, bundle)
@@ -241,7 +243,9 @@ def _on_this_machine(todo: list[Task], bundle: Bundle, jobs: int, budgets: dict[
     submission at a time each, each within its assignment's budget (``budgets``). A child
     that overruns is killed with its kernels (the submission fails for time) and one that
     dies (a signal, the OOM killer) is let go (its submission is tried once more, alone in a
-    new child); either way a new child takes the next submission."""
+    new child); either way a new child takes the next submission. A child that is done is
+    given its next submission before its outcome is yielded: it grades while the caller
+    merges."""
     from multiprocessing.connection import wait
 
     from autograd_course.grading.boundary.provision import KernelNotStarted
@@ -254,34 +258,39 @@ def _on_this_machine(todo: list[Task], bundle: Bundle, jobs: int, budgets: dict[
     restarted: set[str] = set()  # the digests of tasks whose kernel did not start once
     width = max(1, min(jobs, len(todo)))
     finished = False
+
+    def dispatch() -> None:
+        # a submission that killed its child is tried again alone, once nothing else runs
+        if not waiting and retry and not busy:
+            waiting.append(retry.pop(0))
+        while waiting and len(busy) < width:
+            task, lives = waiting.pop(0)
+            child = idle.pop() if idle else bounded.Child(
+                ctx, tasks.serve, (bundle,), on_orphan=tasks.forget)
+            child.send(tasks.graded_here, (task,), budgets[task.submission.assignment])
+            busy[child] = (task, lives)
+
     try:
         while waiting or retry or busy:
-            # a submission that killed its child is tried again alone, once nothing else runs
-            if not waiting and retry and not busy:
-                waiting.append(retry.pop(0))
-            while waiting and len(busy) < width:
-                task, lives = waiting.pop(0)
-                child = idle.pop() if idle else bounded.Child(
-                    ctx, tasks.serve, (bundle,), on_orphan=tasks.forget)
-                child.send(tasks.graded_here, (task,), budgets[task.submission.assignment])
-                busy[child] = (task, lives)
+            dispatch()
             soonest = min(child.deadline for child in busy)
             wait([w for child in busy for w in child.waitables],
                  max(0.0, soonest - time.monotonic()))
+            done: list[Outcome] = []
             for child in list(busy):
                 task, lives = busy[child]
                 try:
                     outcome = child.receive(timeout=0)
                 except bounded.Overrun as exc:
                     del busy[child]
-                    yield tasks.failed(task, str(exc))
+                    done.append(tasks.failed(task, str(exc)))
                     continue
                 except bounded.Died:
                     del busy[child]
                     if lives:
                         retry.append((task, lives - 1))
                     else:
-                        yield tasks.failed(task, tasks.KILLED)
+                        done.append(tasks.failed(task, tasks.KILLED))
                     continue
                 except KernelNotStarted as exc:  # the grader's failure: tried once more
                     del busy[child]
@@ -297,12 +306,14 @@ def _on_this_machine(todo: list[Task], bundle: Bundle, jobs: int, budgets: dict[
                     continue
                 del busy[child]
                 idle.append(child)
-                yield outcome
+                done.append(outcome)
+            if done:
+                dispatch()  # the children take their next submissions before the merges
+            yield from done
         finished = True
     finally:
         if finished:
-            for child in idle:
-                child.close()
+            bounded.close_all(idle)
         else:  # stopped (Ctrl-C, the grader's failure): every child at once, then reaped
             for child in [*busy, *idle]:
                 child.kill_soon()

@@ -32,10 +32,10 @@ import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
-from autograd_course.grading import prepared, record
+from autograd_course.grading import engines, prepared, record
 from autograd_course.grading.containment import STOPPED, GradingStopped, stopped
 from autograd_course.grading.course import Course, CourseError
-from autograd_course.grading.tasks import sqlite_url
+from autograd_course.grading.tasks import settle_collector, sqlite_url
 from autograd_course.grading.terminal import safe
 from autograd_course.kernel import wrapping
 
@@ -196,10 +196,12 @@ PRELOAD = ["autograd_course.grading.selfcheck", "autograd_course.grading.boundar
 
 
 def _start_child(scratch: str, notebooks: int | None, wait: bool) -> None:
-    """A checking child's start: the parent's plan of warm kernels (:func:`.warm.plan`), and
-    nbgrader's SQLAlchemy notes kept out of the learner's way, as in :func:`check`."""
+    """A checking child's start: the parent's plan of warm kernels (:func:`.warm.plan`),
+    nbgrader's SQLAlchemy notes kept out of the learner's way, as in :func:`check`, and its
+    collector settled for many checks (:func:`.tasks.settle_collector`)."""
     from autograd_course.grading.boundary import warm
 
+    settle_collector()
     warm.plan(notebooks, wait)
     warnings.filterwarnings("ignore", module="nbgrader")
 
@@ -295,9 +297,13 @@ def _grade(course: Course, cached: Path, work: Path, notebook: Path, assignment:
     from autograd_course.grading.boundary.provision import KernelNotStarted, not_started
 
     not_started()  # forget an earlier check's
-    with contextlib.chdir(work):
-        result = NbGraderAPI(config=checking.config).autograde(assignment, student,
-                                                               force=True, create=True)
+    engines.share(private["db_url"])
+    try:
+        with contextlib.chdir(work):
+            result = NbGraderAPI(config=checking.config).autograde(assignment, student,
+                                                                   force=True, create=True)
+    finally:
+        engines.release(private["db_url"])
     if why := not_started():  # no verdict: the kernel never answered (see .boundary.provision)
         raise KernelNotStarted(why[-1])
     found, _ = record.store(work).read(assignment, student)

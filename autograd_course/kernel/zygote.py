@@ -92,7 +92,12 @@ KEPT = (CAP_SETGID, CAP_SETUID, CAP_SETPCAP, CAP_NET_ADMIN, CAP_SYS_ADMIN)
 
 # -- the parent ------------------------------------------------------------------------------
 def _load() -> None:
-    """Import what a grading kernel imports."""
+    """Import what a grading kernel imports: ipykernel's kernel imports its debugger (debugpy,
+    a tenth of a forked kernel's time) and IPython's history and inspector as it starts."""
+    import sqlite3  # noqa: F401
+
+    import ipykernel.debugger  # noqa: F401
+    import IPython.core.oinspect  # noqa: F401
     import numpy  # noqa: F401
     import torch  # noqa: F401
     from ipykernel.kernelapp import IPKernelApp  # noqa: F401

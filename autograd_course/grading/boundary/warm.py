@@ -10,10 +10,12 @@ jupyter_client's provisioner of such a kernel, so nbclient and the judge talk to
 other.
 
 :func:`zygote` gives the process's zygote, started (in the background) at its first use and
-started again if it died; notebooks graded while it starts get cold kernels. A process that
-grades one notebook (:func:`plan`: ``check`` of one) never starts one: a zygote's start costs
-more than a cold kernel. Where it cannot run (no bubblewrap, no ``fork``) it gives None with
-the reason, and the grader starts cold kernels, as before.
+started again if it died; notebooks graded while it starts get cold kernels, unless the
+process's :func:`plan` says to wait for it (a grading child, which starts its zygote as it
+starts, and ``check`` of several notebooks). A process that grades one notebook (``check`` of
+one) never starts one: a zygote's start costs more than a cold kernel. Where it cannot run
+(no bubblewrap, no ``fork``) it gives None with the reason, and the grader starts cold
+kernels, as before.
 """
 
 from __future__ import annotations
@@ -287,10 +289,10 @@ def pays() -> bool:
     return _plan.notebooks is None or _plan.notebooks > 1
 
 
-def zygote(private: list[Path]) -> tuple[Zygote | None, str]:
+def zygote(private: list[Path], most: float = START_SECONDS) -> tuple[Zygote | None, str]:
     """This process's zygote for a sandbox that hides ``private``, or None and why there is
     none ("" while it starts: a notebook graded meanwhile takes a cold kernel, unless the
-    :func:`plan` says to wait).
+    :func:`plan` says to wait: then it waits, ``most`` seconds at most).
 
     Zygotes are told apart by what their sandbox shows (the import-path folders that
     ``private`` leaves), not by ``private`` itself: ``check`` grades each notebook in a course
@@ -306,7 +308,7 @@ def zygote(private: list[Path]) -> tuple[Zygote | None, str]:
         if found is None or not found.alive():
             close_all()  # one at a time: a zygote holds memory (a dead one, files)
             found = _zygotes[key] = Zygote(private)
-        if found.wait(START_SECONDS if _plan.wait else 0):
+        if found.wait(min(most, START_SECONDS) if _plan.wait else 0):
             return found, ""
         return None, ""
     except (ZygoteError, OSError) as exc:

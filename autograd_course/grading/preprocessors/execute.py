@@ -170,7 +170,7 @@ class JudgedExecute(SandboxedExecute):
         flags, flagged = scan_cells(nb, release_notebook(coursedir, assignment, notebook))
         secret = (self.secret or read_secret(coursedir.root)).encode()
         _sweep_once()
-        private = _private_paths(coursedir) + [Path(p) for p in self.hide_paths]
+        private = self._private(coursedir)
         zygote = self._zygote(private)
         with (tempfile.TemporaryDirectory(prefix=f"{KERNEL_FOLDERS}{os.getpid()}-",
                                           dir=zygote and zygote.spool) as tmp,
@@ -221,13 +221,33 @@ class JudgedExecute(SandboxedExecute):
                                    2))
         return nb, resources
 
+    def _private(self, coursedir: CourseDirectory) -> list[Path]:
+        """The folders the kernel must not see (:func:`_private_paths`, and
+        :attr:`hide_paths`)."""
+        return _private_paths(coursedir) + [Path(p) for p in self.hide_paths]
+
+    def start_zygote(self) -> None:
+        """Start the grading process's zygote (:meth:`_zygote`) for the course of this
+        configuration before its first notebook, which then waits for it, as do the notebooks
+        after it while it starts (:func:`..warm.plan`), rather than each starting a cold
+        kernel that imports torch again beside it: for a grading child, which grades many."""
+        warm.plan(None, wait=True)
+        if self._warm():  # one that cannot start is said by the first notebook, in its log
+            warm.zygote(self._private(CourseDirectory(config=self.config)), most=0)
+
+    def _warm(self) -> bool:
+        """Whether this process's kernels may be forked from a zygote: warm kernels and the
+        sandbox on, more than one notebook to grade, bubblewrap here."""
+        return bool(self.warm_kernels and self.sandbox and warm.pays() and sandbox.bubblewrap())
+
     def _zygote(self, private: list[Path]):
         """The grading process's zygote (:mod:`..warm`), or None: warm kernels off, the
-        sandbox off, a process that grades one notebook, a zygote still starting, or one that
+        sandbox off, a process that grades one notebook, a zygote still starting (a notebook
+        that waits for it waits at most half of what is left of its time budget), or one that
         cannot run here (said once, in the log)."""
-        if not (self.warm_kernels and self.sandbox and warm.pays() and sandbox.bubblewrap()):
+        if not self._warm():
             return None
-        zygote, why = warm.zygote(private)
+        zygote, why = warm.zygote(private, most=max(0.0, self._budget_end - time.monotonic()) / 2)
         if zygote is None and why and why not in _said:
             _said.add(why)
             self.log.warning("%s: each notebook's kernel starts cold", why)
