@@ -279,16 +279,19 @@ def test_a_feedback_page_is_the_page_nbconvert_writes_with_its_images_described(
     assert uuids.sub("", str(BeautifulSoup(ours, "html.parser"))) == uuids.sub("", theirs)
 
 
-def test_a_cell_on_many_pages_is_highlighted_once(monkeypatch):
+def test_a_locked_cell_on_many_pages_is_highlighted_once_and_a_students_each_time(
+        monkeypatch):
     import nbconvert.filters.highlight as highlight
 
     nb = graded_notebook()
-    nb.cells[2].source += "  # a cell no page had before"
+    nb.cells[2].source += "  # a cell no page had before"  # the course's test cell: locked
     feedback_html(copy.deepcopy(nb))
     highlighted = []
     real = highlight._pygments_highlight
     monkeypatch.setattr(highlight, "_pygments_highlight",
                         lambda source, *a, **k: highlighted.append(source) or real(source, *a, **k))
+    feedback_html(copy.deepcopy(nb))
     nb.cells[1].source += "\n# another student's answer"
     feedback_html(copy.deepcopy(nb))
-    assert highlighted == [nb.cells[1].source]
+    answers = [graded_notebook().cells[1].source, nb.cells[1].source]
+    assert highlighted == answers  # the student's answer, each page; the test cell, never

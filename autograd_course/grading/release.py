@@ -97,9 +97,13 @@ def new_gradebook(db_url: str) -> None:
     path = Path(url.database)
     if path.exists():
         return
-    with contextlib.closing(sqlite3.connect(path)) as db, db:
+    head = alembic_head()
+    # one transaction: an interrupted stamp leaves an empty file, which nbgrader stamps itself
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as db:
+        db.execute("BEGIN")
         db.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
-        db.execute("INSERT INTO alembic_version (version_num) VALUES (?)", (alembic_head(),))
+        db.execute("INSERT INTO alembic_version (version_num) VALUES (?)", (head,))
+        db.execute("COMMIT")
 
 
 def _copy_release(work: Path, names: list[str], dest: Path) -> None:

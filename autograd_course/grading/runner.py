@@ -277,6 +277,7 @@ def _on_this_machine(todo: list[Task], bundle: Bundle, jobs: int, budgets: dict[
             wait([w for child in busy for w in child.waitables],
                  max(0.0, soonest - time.monotonic()))
             done: list[Outcome] = []
+            failure: KernelsDoNotStart | None = None
             for child in list(busy):
                 task, lives = busy[child]
                 try:
@@ -295,8 +296,9 @@ def _on_this_machine(todo: list[Task], bundle: Bundle, jobs: int, budgets: dict[
                 except KernelNotStarted as exc:  # the grader's failure: tried once more
                     del busy[child]
                     idle.append(child)
-                    if task.digest in restarted:
-                        raise KernelsDoNotStart(str(exc)) from None
+                    if task.digest in restarted:  # raised once the others are merged
+                        failure = KernelsDoNotStart(str(exc))
+                        break
                     restarted.add(task.digest)
                     waiting.insert(0, (task, lives))
                     continue
@@ -307,9 +309,15 @@ def _on_this_machine(todo: list[Task], bundle: Bundle, jobs: int, budgets: dict[
                 del busy[child]
                 idle.append(child)
                 done.append(outcome)
-            if done:
-                dispatch()  # the children take their next submissions before the merges
+            if done and failure is None:
+                try:  # the children take their next submissions before the merges
+                    dispatch()
+                except Exception:
+                    yield from done  # what was graded is merged, then the failure raised
+                    raise
             yield from done
+            if failure is not None:
+                raise failure
         finished = True
     finally:
         if finished:

@@ -279,7 +279,7 @@ def serve(scratch: str, bundle: Bundle) -> None:
     submission is graded."""
     settle_collector()
     _served[:] = [scratch, bundle]
-    from autograd_course.grading.preprocessors import JudgedExecute
+    from autograd_course.grading.preprocessors.execute import JudgedExecute
 
     with contextlib.suppress(Exception):
         _, api = _course_of(bundle)

@@ -43,6 +43,10 @@ from .cells import notes as notes_of
 PASSED = "All tests passed."
 NOT_SANDBOXED = ("not sandboxed: the student's kernel ran without bubblewrap, with the "
                  "grader's file rights")
+#: The most seconds a notebook waits for its process's zygote to start (it starts in a few
+#: seconds) before it takes a cold kernel: the wait is the notebook's time (a grading child's
+#: first notebook, and ``check``'s when it checks several).
+ZYGOTE_WAIT_SECONDS = 20
 
 
 class _LazyJudge:
@@ -243,11 +247,13 @@ class JudgedExecute(SandboxedExecute):
     def _zygote(self, private: list[Path]):
         """The grading process's zygote (:mod:`..warm`), or None: warm kernels off, the
         sandbox off, a process that grades one notebook, a zygote still starting (a notebook
-        that waits for it waits at most half of what is left of its time budget), or one that
-        cannot run here (said once, in the log)."""
+        that waits for it waits :data:`ZYGOTE_WAIT_SECONDS` at most, half of what is left of
+        its time budget at most, then takes a cold kernel), or one that cannot run here (said
+        once, in the log)."""
         if not self._warm():
             return None
-        zygote, why = warm.zygote(private, most=max(0.0, self._budget_end - time.monotonic()) / 2)
+        left = max(0.0, self._budget_end - time.monotonic())
+        zygote, why = warm.zygote(private, most=min(ZYGOTE_WAIT_SECONDS, left / 2))
         if zygote is None and why and why not in _said:
             _said.add(why)
             self.log.warning("%s: each notebook's kernel starts cold", why)

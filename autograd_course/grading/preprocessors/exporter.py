@@ -201,11 +201,15 @@ class FeedbackExporter(HTMLExporter):
 
 
 class _KeptHighlight(Highlight2HTML):
-    """nbconvert's highlighting of a code cell, kept for the next page with the same cell (a
-    test cell, the course's code: the same on every student's page), for the
-    :data:`HIGHLIGHTS_KEPT` cells last highlighted in this process."""
+    """nbconvert's highlighting of a code cell, kept for the next page with the same cell
+    when it is one of the course's locked cells (a test cell, the course's code: the same on
+    every student's page, whose source nbgrader puts back as the course wrote it), for the
+    :data:`HIGHLIGHTS_KEPT` cells last highlighted in this process. A student's cell is
+    highlighted each time: a page keeps nothing of it."""
 
     def __call__(self, source, language=None, metadata=None):
+        if not (metadata or {}).get("nbgrader", {}).get("locked") or len(source) > 2**16:
+            return super().__call__(source, language, metadata)
         magics = (metadata or {}).get("magics_language")
         options = tuple(sorted(self.extra_formatter_options.items()))
         try:
@@ -215,7 +219,7 @@ class _KeptHighlight(Highlight2HTML):
 
 
 #: How many highlighted cells a grading process keeps (:class:`_KeptHighlight`).
-HIGHLIGHTS_KEPT = 2048
+HIGHLIGHTS_KEPT = 512
 
 
 @functools.lru_cache(maxsize=HIGHLIGHTS_KEPT)
