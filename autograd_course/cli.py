@@ -272,13 +272,28 @@ def grade_in_full(args, stamp) -> int:
     report_import = ThreadPoolExecutor(max_workers=1).submit(
         importlib.import_module, "autograd_course.grading.report")
     progress = Progress(len(submissions))
+    reports: dict[str, tuple[dict, list[str]]] = {}  # assignment -> its report's paths, notes
+
+    def write_report(name: str) -> None:
+        # as soon as an assignment's last submission is merged: its class's records are final
+        records, skipped = runner.records_of(course, runner.class_of(course, name))
+        reports[name] = (report_import.result().write_report(
+            records, course.root / "reports" / name, title=f"Class report: {name}"), skipped)
+
+    def report_now(name: str) -> None:
+        try:
+            write_report(name)
+        except Exception:  # noqa: BLE001 - written again below, where its error stops the run
+            reports.pop(name, None)
+
     try:
         summary = runner.grade_class(
             course, submissions, jobs=args.jobs, scheduler=args.scheduler, force=args.force,
             on_done=progress, settings=settings,
             rename_notebook=args.rename_notebook, on_merged=lambda: stamp.graded(course),
             on_wait=lambda: progress.write("another grading run holds this gradebook: "
-                                           "waiting for it to finish..."))
+                                           "waiting for it to finish..."),
+            on_assignment=report_now)
     finally:
         progress.close()
     if not summary.settled:  # the gradebook moved while this run graded
@@ -289,15 +304,14 @@ def grade_in_full(args, stamp) -> int:
               "kept (--force grades them again)")
     failed = refresh_feedback(course, names, args.student)
     gradebook.export_grades(course, course.root / "grades.csv")
-    report = report_import.result()
     closing, written = [], [course.root / "grades.csv"]
     for name in names:
-        records, skipped = runner.records_of(course, runner.class_of(course, name))
+        if name not in reports:  # nothing of it graded in this run
+            write_report(name)
+        paths, skipped = reports[name]
         for line in skipped:
             print(f"WARNING: {safe(line)}", file=sys.stderr)
         warned += skipped
-        paths = report.write_report(records, course.root / "reports" / name,
-                                    title=f"Class report: {name}")
         written += paths.values()
         closing.append(f"class report {name}: {paths['html']} (also {paths['csv'].name}, "
                        f"{paths['png'].name})")

@@ -177,3 +177,25 @@ def test_demo_grades_a_synthetic_class_end_to_end(tmp_path, root):
     problem = next(line for line in result.stdout.splitlines() if "PROBLEM gauss/" in line)
     assert "is not a valid notebook" in problem
     assert (out / "reports" / ASSIGNMENT / "report.html").is_file()
+
+
+def test_each_assignments_report_is_asked_for_once_its_last_submission_is_merged(
+        tmp_path, root, monkeypatch):
+    from autograd_course.grading import runner, tasks
+
+    units = [ASSIGNMENT, "02_three_weights"]
+    path = course.make_course(tmp_path / "course", root, units)
+    course.submit_class(path, ASSIGNMENT, CLASS[:2], seed=1)
+    course.submit_class(path, units[1], CLASS[:1], seed=2)
+    graded = Course.load(path)
+    merged, asked = [], []
+
+    def in_this_order(todo, bundle, jobs, budgets):  # 01, 02, then 01's last
+        for task in (todo[0], todo[2], todo[1]):
+            yield tasks.failed(task, "not graded in this test")
+
+    monkeypatch.setattr(runner, "_on_this_machine", in_this_order)
+    runner.grade_class(graded, graded.submissions(units, []),
+                       on_done=lambda outcome, *_: merged.append(outcome.submission),
+                       on_assignment=lambda name: asked.append((name, len(merged))))
+    assert asked == [(units[1], 2), (ASSIGNMENT, 3)]

@@ -21,6 +21,7 @@ at the end. The two back ends, and why: docs/design.md#autograd_coursegradingrun
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import os
@@ -135,9 +136,12 @@ def grade_class(course: Course, submissions: list[Submission], *, jobs: int = 1,
                 on_done: Callable[[Outcome, int, int], None] | None = None,
                 on_wait: Callable[[], None] | None = None,
                 settings: dict | None = None, rename_notebook: bool = False,
-                on_merged: Callable[[], None] | None = None) -> Summary:
+                on_merged: Callable[[], None] | None = None,
+                on_assignment: Callable[[str], None] | None = None) -> Summary:
     """Grade ``submissions`` (skipping the unchanged graded ones unless ``force``); merge
-    each into the course as it comes. ``on_done(outcome, done, total)`` after each merge.
+    each into the course as it comes. ``on_done(outcome, done, total)`` after each merge;
+    ``on_assignment(name)`` once the last submission of ``name`` this run grades is merged
+    (an assignment with none to grade is not named).
     ``rename_notebook``: a folder's only notebook, misnamed, is graded under the expected
     name (:func:`.tasks.make_task`). A submission is unchanged when its files, its due date
     and its extension are (the due date and extension are read from the gradebook here).
@@ -180,6 +184,7 @@ def grade_class(course: Course, submissions: list[Submission], *, jobs: int = 1,
         bundle = bundle_for(course, sorted({t.submission.assignment for t in todo}),
                             settings or {})
         budgets = budgets_of(course, bundle)
+        left = collections.Counter(t.submission.assignment for t in todo)  # to merge
         results = (_on_cluster(todo, bundle, scheduler, budgets) if scheduler
                    else _on_this_machine(todo, bundle, jobs, budgets))
         try:
@@ -200,6 +205,9 @@ def grade_class(course: Course, submissions: list[Submission], *, jobs: int = 1,
                         summary.outcomes.append(outcome)
                     if on_done:
                         on_done(outcome, len(summary.outcomes), len(todo))
+                    left[outcome.submission.assignment] -= 1
+                    if on_assignment and not left[outcome.submission.assignment]:
+                        on_assignment(outcome.submission.assignment)
         except KernelsDoNotStart as exc:
             raise GraderFailure(f"the grader could not start a kernel: {exc}; no score was "
                                 f"written for {len(todo) - len(summary.outcomes)} submissions "
