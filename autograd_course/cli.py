@@ -242,6 +242,10 @@ def grade_in_full(args, stamp) -> int:
     """``grade`` deciding submission by submission (:func:`.runner.grade_class`), then the
     feedback, grades.csv and the class reports; ``stamp`` (:class:`.idle.Stamp`) is taken as
     the run goes and left when it ends well."""
+    from autograd_course.grading import bounded, tasks
+
+    if not args.scheduler:  # the grading children's imports, while nbgrader's are made here
+        bounded.start_early(bounded.context(tasks.PRELOAD))
     from autograd_course.grading import gradebook, runner
 
     settings = {"require_sandbox": True} if args.require_sandbox else {}
@@ -296,6 +300,7 @@ def grade_in_full(args, stamp) -> int:
             on_assignment=report_now)
     finally:
         progress.close()
+        bounded.stop_early()  # started above, and not used: nothing was graded
     if not summary.settled:  # the gradebook moved while this run graded
         stamp.drop()
     warned += summary.warnings

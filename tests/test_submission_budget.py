@@ -422,3 +422,30 @@ def test_student_files_are_never_served_as_pages(graded, grader):
     page = (where / "feedback" / "attack_live_pages" / "toy" / "toy.html").read_text()
     assert f"evil.html.txt ({len(LIVE)} bytes)" in page
     assert "<script>document.title" not in page
+
+
+def test_a_forkserver_started_early_and_never_used_is_stopped_at_once():
+    from multiprocessing import forkserver
+
+    ctx = bounded.context(["json"])
+    forkserver._forkserver._stop()  # noqa: SLF001 - start from no forkserver
+    bounded.start_early(ctx)
+    pid = forkserver._forkserver._forkserver_pid  # noqa: SLF001
+    assert pid is not None and psutil.pid_exists(pid)
+    bounded.stop_early()  # a run that graded nothing
+    assert forkserver._forkserver._forkserver_pid is None and not psutil.pid_exists(pid)  # noqa: SLF001
+
+
+def test_a_forkserver_a_child_was_started_from_is_left_running():
+    from multiprocessing import forkserver
+
+    ctx = bounded.context(["json"])
+    bounded.start_early(ctx)
+    child = bounded.Child(ctx)
+    try:
+        bounded.stop_early()
+        pid = forkserver._forkserver._forkserver_pid  # noqa: SLF001
+        assert pid is not None and psutil.pid_exists(pid)
+        assert child.call(os.getpid, seconds=60) == child.process.pid
+    finally:
+        child.close()

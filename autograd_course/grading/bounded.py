@@ -73,6 +73,24 @@ def start_early(ctx) -> None:
 
         with _started_apart():
             forkserver.ensure_running()
+        _early[:] = [forkserver._forkserver._forkserver_pid]  # noqa: SLF001 - to stop it
+
+
+_early: list[int | None] = []  # the forkserver start_early started, while no child used it
+
+
+def stop_early() -> None:
+    """Stop the forkserver that :func:`start_early` started when no :class:`Child` was
+    started from it (a run that found nothing to grade): at once, even mid-import, rather
+    than leave it behind the caller until its imports are done."""
+    from multiprocessing import forkserver
+
+    server = forkserver._forkserver  # noqa: SLF001 - multiprocessing's one forkserver
+    if not _early or _early[0] is None or server._forkserver_pid != _early[0]:  # noqa: SLF001
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(_early.pop(), signal.SIGKILL)
+    server._stop()  # noqa: SLF001 - closes its pipe and socket, and reaps it
 
 
 _starting = threading.Lock()
@@ -112,6 +130,7 @@ class Child:
 
     def __init__(self, ctx, initializer: Callable | None = None, initargs: tuple = (),
                  on_orphan: Callable | None = None):
+        _early.clear()  # the forkserver is in use
         self.scratch = Path(tempfile.mkdtemp(prefix="autograd-course-worker-"))
         self.conn, theirs = ctx.Pipe()
         self.process = ctx.Process(
