@@ -64,9 +64,8 @@ def bundle_for(course: Course, assignments: list[str], settings: dict) -> Bundle
     """One prepared course for ``assignments``, packed, with the grading settings workers
     need.
 
-    It has a SQLite gradebook of its own (made once: nbgrader starts a new gradebook with an
-    ``alembic`` process of about 2 s), and is kept in the course's cache
-    (:func:`.prepared.prepared_bundle`).
+    It has a SQLite gradebook of its own (:func:`.release.new_gradebook`), and is kept in the
+    course's cache (:func:`.prepared.prepared_bundle`).
     The course's gradebook must know each assignment as this source/ defines it: one that
     does not know it yet gets it (as ``autograd-course release`` would do); one that knows
     other graded cells is refused (source/ changed since the release).
