@@ -178,8 +178,8 @@ def grade_class(course: Course, submissions: list[Submission], *, jobs: int = 1,
         if not todo:
             _merged(course, summary, decided, dates, on_merged)
             return summary
-        if not scheduler:  # the grading children's imports, while the bundle is made
-            bounded.start_early(_context())
+        if not scheduler:  # the grading children's imports, while the bundle is made (the
+            bounded.start_early(_context())  # CLI starts it before its own imports: a no-op)
         bundle = bundle_for(course, sorted({t.submission.assignment for t in todo}),
                             settings or {})
         budgets = budgets_of(course, bundle)

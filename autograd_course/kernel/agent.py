@@ -3,9 +3,13 @@
 Runs in the student's kernel: nothing here is trusted, and nothing here decides a grade. The
 requests and their replies: docs/design.md#autograd_coursekernelagentpy. Rules:
 
-- the judge (:mod:`autograd_course.grading.boundary.judge`) evaluates :func:`serve` as a silent
-  ``user_expressions`` entry; the reply is a :class:`Reply` whose MIME bundle carries records
-  (:mod:`autograd_course.kernel.wire`), matched to the request by its nonce;
+- the judge (:mod:`autograd_course.grading.boundary.judge`) evaluates :func:`serve_loop` as a
+  silent ``user_expressions`` entry, which serves the first request and then holds the kernel
+  for the judge's next ones (one Jupyter execute_request costs the kernel about ten times a
+  request's own round trip): each reply goes out as an input request (:data:`REPLY`, then the
+  reply's JSON), answered with the next request, or with an empty string when the judge lets
+  the kernel go; a reply carries records (:mod:`autograd_course.kernel.wire`), matched to the
+  request by its nonce;
 - requests (``get``, ``read``, ``call``, ``delete``, ``bind``, ``forget``, ``trim``, ``files``)
   are pickled by the judge; a persistent id ``("h", handle)`` stands for an object this kernel
   sent earlier, handed over as the original object (its graph, ``.grad`` and aliasing);
@@ -33,6 +37,8 @@ MIME = "application/vnd.autograd-course.reply+json"
 DEFAULT_LIMIT = 64 * 2**20
 #: How a callback's prompt starts: the judge answers input requests that start so, and no other.
 CALLBACK = "autograd-course callback:"
+#: How a reply's prompt starts, when the judge holds the kernel (:func:`serve_loop`).
+REPLY = "autograd-course reply:"
 
 
 class Reply:
@@ -254,10 +260,21 @@ def proxy_function(token: str, name: str) -> type:
 
 
 def serve(request: str) -> Reply:
-    """The kernel's entry point: serve a request against the notebook's namespace."""
+    """Serve one request against the notebook's namespace."""
     global _agent
     if _agent is None:
         import __main__
 
         _agent = Agent(vars(__main__))
     return _agent.serve(request)
+
+
+def serve_loop(request: str) -> None:
+    """The kernel's entry point: serve ``request``, send its reply to the judge as an input
+    request (:data:`REPLY`, then the reply's JSON), and serve the answer as the next request,
+    until the answer is empty (the judge lets the kernel go, to run cells again)."""
+    while request:
+        reply = json.dumps(serve(request).content)
+        # nothing to flush: ipykernel's flush of its own streams waits for its IOPub thread
+        with contextlib.redirect_stdout(_Sink()), contextlib.redirect_stderr(_Sink()):
+            request = _ask_frontend(REPLY + reply)

@@ -117,6 +117,8 @@ class Session:
             raise
         except BaseException as exc:  # noqa: BLE001 - the course's own cell failed here
             self.locked_errors.append(f"{label}: {type(exc).__name__}: {exc}")
+        finally:
+            self.link.release()
 
     def run_test(self, source: str, label: str, *, unanswered: bool = False,
                  answer_error: str = "") -> Verdict:
@@ -151,6 +153,7 @@ class Session:
             checks.JUDGE.reset(token)
             self._callbacks.clear()
             self._deadline = float("inf")
+            self.link.release()
         return Verdict(True, stdout=out.getvalue(), notes=self._notes)
 
     def note(self, diagnosis: str, message: str) -> None:
@@ -213,6 +216,8 @@ class Session:
         return self._generator
 
     # -- talking to the kernel ---------------------------------------------------------
+    # The link holds the kernel from an operation's first request (run_test, run_locked,
+    # files) and releases it when the operation ends: nbclient's next cell then runs.
     def _request(self, message: dict) -> dict:
         if self.dead:
             raise KernelDied(self.dead)
@@ -260,7 +265,10 @@ class Session:
     def files(self, limit: int, max_files: int) -> dict[str, bytes]:
         """The files the notebook wrote in its working folder, as the kernel sends them
         (relative paths checked to stay below it; at most ``limit`` bytes, ``max_files``)."""
-        reply = self._request({"op": "files", "limit": limit, "max_files": max_files})
+        try:
+            reply = self._request({"op": "files", "limit": limit, "max_files": max_files})
+        finally:
+            self.link.release()
         found = reply.get("files")
         if not isinstance(found, dict) or len(found) > max_files:
             raise AnswerError("the kernel's list of files was not readable")

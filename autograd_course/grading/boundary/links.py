@@ -1,7 +1,8 @@
 """Links to a student's kernel: how the judge sends it a request and gets the reply back.
 
 A link serves ``request(payload, timeout, answer)`` (the reply: the agent's data, a dict),
-``memory()`` and ``close()``. :class:`JupyterLink` reaches a real kernel over Jupyter messaging;
+``release()`` (the judge's operation is over: the kernel may run cells again), ``memory()`` and
+``close()``. :class:`JupyterLink` reaches a real kernel over Jupyter messaging;
 :class:`InProcessLink` is a 'kernel' in this process, for tests, with the same JSON. Rules of a
 real kernel's link: each request has a deadline and its reply a size limit; the kernel's input
 requests are answered only as a proxy's callback (``answer``) or with end-of-file, at most
@@ -18,11 +19,14 @@ import time
 import warnings
 from collections.abc import Callable
 
-from autograd_course.kernel.agent import CALLBACK, MIME, Agent
+from autograd_course.kernel.agent import CALLBACK, MIME, REPLY, Agent
 
 #: Bounds of the callbacks of one test: their number, and the size of one call's arguments.
 MAX_CALLBACKS = 100_000
 MAX_CALLBACK_BYTES = 16 * 2**20
+#: How long a kernel may take to let go at the end of the judge's operation before it is
+#: interrupted (:meth:`JupyterLink.release`): an honest one takes a millisecond.
+RELEASE_SECONDS = 5.0
 
 
 class AnswerError(Exception):
@@ -57,6 +61,9 @@ class InProcessLink:
         except Exception as exc:  # noqa: BLE001 - the student's error, as the kernel has it
             return exc
         return None
+
+    def release(self) -> None:
+        """Nothing is held: the 'kernel' answers each request in a call."""
 
     def close(self) -> None:
         """Nothing to release: the 'kernel' is this process."""
@@ -112,12 +119,16 @@ def separate_classes():
 class JupyterLink:
     """A real kernel, reached with its own blocking client over the shell channel.
 
-    Each request is a silent ``execute_request`` whose ``user_expressions`` evaluates
-    :func:`autograd_course.kernel.agent.serve`; the reply is matched by message id and nonce, must
-    arrive before the deadline and stay under ``limit`` bytes. The request allows stdin: an
-    ``input_request`` of that request whose prompt is a callback (:data:`CALLBACK`) is
+    The first request of a judge's operation is a silent ``execute_request`` whose
+    ``user_expressions`` evaluates :func:`autograd_course.kernel.agent.serve_loop`: the kernel
+    serves it and sends the reply as an input request (:data:`~autograd_course.kernel.agent.
+    REPLY`), and the next requests go as the answers to those, until :meth:`release` lets the
+    kernel go. A reply must come from that execute_request, carry the request's nonce (the
+    judge checks it), arrive before the deadline and stay under ``limit`` bytes. Any other
+    input request of that execute_request whose prompt is a callback (:data:`CALLBACK`) is
     answered with ``answer(prompt)`` while the judge waits; any other is answered with
-    end-of-file.
+    end-of-file. A kernel that forges a reply's prompt gains nothing: the kernel's replies are
+    data whatever sends them.
     """
 
     def __init__(self, kernel_manager, limit: int, alive: Callable[[], bool],
@@ -129,6 +140,7 @@ class JupyterLink:
         self.client = judge_client(kernel_manager, limit)
         self.stdin = _connected_stdin(self.client)
         self.inputs = 0  # input requests answered (a kernel's own included)
+        self.held: str | None = None  # the execute_request the kernel serves the judge in
 
     def memory(self) -> int:
         """The kernel's memory, all its processes together, as Linux reports it
@@ -145,14 +157,20 @@ class JupyterLink:
 
     def request(self, payload: str, timeout: float,
                 answer: Callable[[str], str] | None = None) -> dict:
-        expression = ("__import__('autograd_course.kernel.agent', fromlist=['serve'])"
-                      f".serve('{payload}')")
-        msg_id = self.client.execute("", silent=True, store_history=False, allow_stdin=True,
-                                     user_expressions={"reply": expression})
+        if self.held is None:
+            expression = ("__import__('autograd_course.kernel.agent', fromlist=['serve_loop'])"
+                          f".serve_loop('{payload}')")
+            self.held = self.client.execute("", silent=True, store_history=False,
+                                            allow_stdin=True,
+                                            user_expressions={"reply": expression})
+        else:
+            self._send(payload)
+        msg_id = self.held
         deadline = time.monotonic() + timeout
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
+                self.held = None
                 self._interrupt()
                 raise AnswerError(f"no answer within {timeout:.0f} s (an endless loop?)")
             try:
@@ -162,26 +180,75 @@ class JupyterLink:
                 reply = channel.get_msg(timeout=0)
             except queue.Empty:  # check that the kernel is still there
                 if not self.alive():
+                    self.held = None
                     raise KernelDied("the kernel died (a crash, os._exit or a signal)") from None
                 continue
             except Exception as exc:  # a message over the limits (provision.BoundedSession)
+                self.release()
                 raise AnswerError(f"the kernel's answer could not be read ({exc})") from None
             if reply.get("parent_header", {}).get("msg_id") != msg_id:
                 continue
             if channel is self.stdin:
+                prompt = _prompt(reply)
+                if prompt.startswith(REPLY):
+                    try:
+                        return _replied(prompt)
+                    except AnswerError:
+                        self.release()
+                        raise
                 self._answer_input(reply, answer)
                 continue
             break
+        self.held = None  # the kernel's loop ended without a reply (interrupted, or replaced)
         if reply.get("content", {}).get("status") != "ok":
             raise AnswerError("the kernel could not answer")
         result = reply.get("content", {}).get("user_expressions", {}).get("reply", {})
         if result.get("status") != "ok":
             name = str(result.get("ename", "an error"))[:100]
             raise AnswerError(f"the kernel could not answer ({name})")
-        content = result.get("data", {}).get(MIME)
-        if not isinstance(content, dict):
-            raise AnswerError("the kernel's answer was not readable")
-        return content
+        raise AnswerError("the kernel's answer was not readable")
+
+    def release(self) -> None:
+        """Let the kernel go, so that it runs cells again: the empty answer ends its loop
+        (:func:`~autograd_course.kernel.agent.serve_loop`), and the loop's execute_request's
+        reply is awaited. Meanwhile, a reply's prompt (one a student's code forged first) gets
+        the empty answer too, any other input request end-of-file; a kernel that has not let
+        go within :data:`RELEASE_SECONDS` is interrupted. Never raises."""
+        msg_id, self.held = self.held, None
+        if msg_id is None:
+            return
+        try:
+            self._send("")
+            deadline = time.monotonic() + RELEASE_SECONDS
+            while (left := deadline - time.monotonic()) > 0:
+                channel = self._ready(min(left, 1.0))
+                if channel is None:
+                    if not self.alive():
+                        return
+                    continue
+                message = channel.get_msg(timeout=0)
+                if message.get("parent_header", {}).get("msg_id") != msg_id:
+                    continue
+                if channel is not self.stdin:
+                    return  # the loop's execute_request is over
+                if _prompt(message).startswith(REPLY):
+                    self._send("")
+                else:
+                    self._answer_input(message, None)
+        except Exception:  # noqa: BLE001, S110 - unreadable, or a flood: interrupted below
+            pass
+        self._interrupt()
+
+    def _send(self, value: str) -> None:
+        """Answer the kernel's input request (the stdin socket's send times out)."""
+        import zmq
+
+        try:
+            self.client.input(value)
+        except zmq.Again:
+            self.held = None
+            raise AnswerError("the kernel does not read the answers to its input requests"
+                              ) from None
 
     def _ready(self, timeout: float):
         """The channel with a message waiting (stdin first), or None after ``timeout``."""
@@ -201,22 +268,14 @@ class JupyterLink:
     def _answer_input(self, message: dict, answer: Callable[[str], str] | None) -> None:
         """Answer the kernel's ``input_request``: a callback's with ``answer``, any other (a
         student's own ``input()``) with end-of-file."""
-        import zmq
-
         self.inputs += 1
         if self.inputs > MAX_CALLBACKS:
             raise AnswerError(f"the kernel asked for input more than {MAX_CALLBACKS} times")
-        content = message.get("content")
-        prompt = content.get("prompt") if isinstance(content, dict) else None
+        prompt = _prompt(message)
         value = "\x04"
-        if (message.get("msg_type") == "input_request" and answer is not None
-                and isinstance(prompt, str) and prompt.startswith(CALLBACK)):
+        if answer is not None and prompt.startswith(CALLBACK):
             value = answer(prompt)
-        try:
-            self.client.input(value)  # the stdin socket's send times out (_connected_stdin)
-        except zmq.Again:
-            raise AnswerError("the kernel does not read the answers to its input requests"
-                              ) from None
+        self._send(value)
 
     def _interrupt(self) -> None:
         """Interrupt the running call (an ``interrupt_request``, as the kernelspec asks)."""
@@ -228,6 +287,29 @@ class JupyterLink:
         with contextlib.suppress(Exception):
             self.client.stop_channels()
             self.client.context.destroy(linger=0)
+
+
+def _prompt(message: dict) -> str:
+    """The prompt of an ``input_request`` ("" for any other message)."""
+    content = message.get("content")
+    prompt = content.get("prompt") if isinstance(content, dict) else None
+    if message.get("msg_type") != "input_request" or not isinstance(prompt, str):
+        return ""
+    return prompt
+
+
+def _replied(prompt: str) -> dict:
+    """The reply a :data:`REPLY` prompt carries (its size and structure were bounded as the
+    message was read: :class:`~autograd_course.grading.boundary.provision.BoundedSession`)."""
+    import json
+
+    try:
+        content = json.loads(prompt[len(REPLY):])
+    except ValueError:
+        content = None
+    if not isinstance(content, dict):
+        raise AnswerError("the kernel's answer was not readable")
+    return content
 
 
 def _no_callbacks(prompt: str) -> str:

@@ -1,0 +1,122 @@
+"""The judge's link to a real kernel (grading.boundary.links.JupyterLink): held for one of the
+judge's operations, let go after it, whatever the student's code does meanwhile.
+
+A test cell's requests after the first travel as answers to the kernel's input requests
+(kernel.agent.serve_loop), so the kernel serves one execute_request per operation; at the
+operation's end the kernel runs cells again, also when the student's code forged a reply or
+took the loop over.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from jupyter_client.kernelspec import KernelSpec
+from jupyter_client.manager import KernelManager
+
+from autograd_course.grading.boundary import links, sandbox
+from autograd_course.grading.boundary.judge import Session
+from autograd_course.grading.boundary.links import JupyterLink
+from autograd_course.kernel.agent import REPLY
+
+
+class _Manager(KernelManager):  # the grading kernel's command line, outside the sandbox
+    @property
+    def kernel_spec(self):
+        return KernelSpec(argv=sandbox.kernel_python(), language="python", env={})
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory):
+    """A kernel, and a client of it that runs cells (as nbclient does)."""
+    manager = _Manager()
+    manager.start_kernel(cwd=str(tmp_path_factory.mktemp("kernel")))
+    client = manager.client()
+    client.start_channels()
+    client.wait_for_ready(timeout=60)
+    yield manager, client
+    client.stop_channels()
+    manager.shutdown_kernel(now=True)
+
+
+def _run(client, code: str, timeout: float = 20) -> float:
+    """Run a cell as nbclient does; the seconds its reply took."""
+    start = time.monotonic()
+    reply = client.execute_interactive(code, timeout=timeout, output_hook=lambda msg: None)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    return time.monotonic() - start
+
+
+def _session(manager) -> tuple[Session, list[str]]:
+    """A judge's session over a new link; the execute_requests its client sends."""
+    link = JupyterLink(manager, 2**20, alive=manager.is_alive)
+    sent = []
+    execute = link.client.execute
+
+    def counted(code, **kwargs):
+        sent.append(code)
+        return execute(code, **kwargs)
+
+    link.client.execute = counted
+    return Session(link, seed_key=b"k" * 32, timeout=20), sent
+
+
+def test_one_execute_request_serves_all_of_a_test_cells_requests(kernel):
+    manager, client = kernel
+    _run(client, "a, b = 1, 2\ndef f(x):\n    return x + a")
+    session, sent = _session(manager)
+    try:
+        test = ("assert a + b == 3\nassert f(1) == 2\nassert f(f(1)) == 3\n"
+                "assert [f(i) for i in range(5)] == [1, 2, 3, 4, 5]")
+        verdict = session.run_test(test, "q1_test")
+        assert verdict.passed, verdict
+        assert len(sent) == 1
+        assert session.link.held is None
+        assert _run(client, "c = f(a)") < 2  # the kernel runs cells again at once
+        assert session.run_test("assert c == 2", "q2_test").passed
+        assert len(sent) == 2
+        session.run_locked("d = f(10)", "setup")
+        assert session.namespace["d"] == 11 and len(sent) == 3 and session.link.held is None
+    finally:
+        session.link.close()
+
+
+def test_a_forged_reply_fails_the_test_and_the_kernel_is_let_go(kernel):
+    manager, client = kernel
+    forged = json.dumps({"nonce": "0" * 16, "value": {"t": "int", "v": 42}})
+    _run(client, "def forger():\n"
+                 f"    get_ipython().kernel.raw_input({REPLY + forged!r})\n    return 1")
+    session, _ = _session(manager)
+    try:
+        verdict = session.run_test("assert forger() == 1", "q1_test")
+        assert not verdict.passed and "different request" in verdict.message
+        assert _run(client, "after = 5") < 2
+        assert session.run_test("assert after == 5", "q2_test").passed
+    finally:
+        session.link.close()
+
+
+def test_a_kernel_that_does_not_let_go_is_interrupted(kernel, monkeypatch):
+    """The student's code replaced the loop with one that ignores the end of the operation:
+    the kernel is interrupted after RELEASE_SECONDS, and runs the next cell."""
+    manager, client = kernel
+    monkeypatch.setattr(links, "RELEASE_SECONDS", 1.0)
+    _run(client, """
+import time
+import autograd_course.kernel.agent as agent
+def held(request, serve=agent.serve, ask=agent._ask_frontend):
+    ask(agent.REPLY + json.dumps(serve(request).content))
+    while True:
+        time.sleep(0.05)
+import json
+agent.serve_loop = held
+x = 3""")
+    session, _ = _session(manager)
+    try:
+        assert session.run_test("assert x == 3", "q1_test").passed
+        assert _run(client, "y = 4") < 2  # interrupted while it slept, then ran this cell
+    finally:
+        session.link.close()
+        _run(client, "import importlib; importlib.reload(agent)")
