@@ -120,3 +120,48 @@ x = 3""")
     finally:
         session.link.close()
         _run(client, "import importlib; importlib.reload(agent)")
+
+
+def test_a_call_that_swallows_the_interrupt_does_not_hold_the_kernel(kernel, monkeypatch):
+    """Found by a hostile review: past a request's deadline the judge interrupts the call;
+    a call that goes on (a bare ``except:`` in a loop) still ends, and its loop then waited
+    for an answer nobody sent. The request carries its deadline, and a late reply is never
+    sent: the kernel runs the next cell as soon as the call returns."""
+    manager, client = kernel
+    monkeypatch.setattr(links, "RELEASE_SECONDS", 1.0)  # the judge gives up before it returns
+    _run(client, """
+import time
+def stubborn():
+    end = time.monotonic() + 3
+    while time.monotonic() < end:
+        try:
+            time.sleep(0.05)
+        except KeyboardInterrupt:
+            pass
+    return 1""")
+    session, _ = _session(manager)
+    session.timeout = 1
+    try:
+        verdict = session.run_test("stubborn()", "q1_test")
+        assert not verdict.passed and "no answer within 1 s" in verdict.message
+        assert _run(client, "z = 2") < 5
+        assert session.run_test("assert z == 2", "q2_test").passed
+    finally:
+        session.link.close()
+
+
+def test_a_reply_is_read_only_within_the_structure_a_message_may_hold():
+    """Found by a hostile review: a reply carried in a prompt string is JSON inside JSON, and
+    the string's escapes (\\u005b) hide its brackets from the count of the message's bytes:
+    the prompt is counted again, as decoded, before it is parsed; so is a callback's."""
+    from autograd_course.grading.boundary.provision import MAX_STRUCTURE
+    from autograd_course.kernel.agent import CALLBACK
+
+    with pytest.raises(links.AnswerError, match="too much structure"):
+        links._replied(REPLY + "[" * (MAX_STRUCTURE + 1))
+    with pytest.raises(links.AnswerError, match="not readable"):
+        links._replied(REPLY + "[" * 100_000)  # deeper than the parser goes
+    assert links._replied(REPLY + '{"nonce": "1"}') == {"nonce": "1"}
+    answer = json.loads(Session(links.InProcessLink())._answer(
+        CALLBACK + "[" * (MAX_STRUCTURE + 1)))
+    assert "too much structure" in answer["error"]

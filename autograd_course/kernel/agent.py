@@ -27,7 +27,9 @@ import base64
 import contextlib
 import io
 import json
+import math
 import pickle
+import time
 import warnings
 from collections.abc import Callable
 
@@ -42,10 +44,12 @@ REPLY = "autograd-course reply:"
 
 
 class Reply:
-    """A reply to the judge, shown through IPython's formatter as a JSON MIME bundle."""
+    """A reply to the judge, shown through IPython's formatter as a JSON MIME bundle;
+    ``late`` when it was made after the request's deadline (the judge no longer waits)."""
 
-    def __init__(self, content: dict):
+    def __init__(self, content: dict, late: bool = False):
         self.content = content
+        self.late = late
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         return {MIME: self.content}
@@ -95,17 +99,23 @@ class Agent:
         return handle
 
     def serve(self, request: str) -> Reply:
-        """Answer one request (base64 of a pickled dict); never raises."""
-        nonce = None
+        """Answer one request (base64 of a pickled dict); never raises. A request whose
+        ``deadline`` (``time.monotonic()``, the judge's clock and this one) has passed when
+        it arrives is not served: its reply is ``late``, as is one made after it."""
+        nonce, deadline = None, math.inf
         try:
             message = _Unpickler(base64.b64decode(request), self.objects).load()
             nonce = message.get("nonce")
+            if isinstance(message.get("deadline"), float):
+                deadline = message["deadline"]
+            if time.monotonic() > deadline:
+                return Reply({"nonce": nonce, "late": True}, late=True)
             body = getattr(self, "_" + message["op"])(message)
         except ReplyError as exc:
             body = {"unreadable": str(exc)}
         except Exception as exc:  # noqa: BLE001 - a request that cannot be served
             body = {"unreadable": f"{type(exc).__name__}: {exc}"[:500]}
-        return Reply({"nonce": nonce, **body})
+        return Reply({"nonce": nonce, **body}, late=time.monotonic() > deadline)
 
     def _encoder(self) -> Encoder:
         return Encoder(self.keep, self.limit)
@@ -272,9 +282,13 @@ def serve(request: str) -> Reply:
 def serve_loop(request: str) -> None:
     """The kernel's entry point: serve ``request``, send its reply to the judge as an input
     request (:data:`REPLY`, then the reply's JSON), and serve the answer as the next request,
-    until the answer is empty (the judge lets the kernel go, to run cells again)."""
+    until the answer is empty (the judge lets the kernel go, to run cells again), or a reply
+    is late: past its request's deadline the judge no longer waits for it (it interrupted
+    the kernel, whose call went on), and the kernel would wait for an answer for ever."""
     while request:
-        reply = json.dumps(serve(request).content)
+        reply = serve(request)
+        if reply.late:
+            return
         # nothing to flush: ipykernel's flush of its own streams waits for its IOPub thread
         with contextlib.redirect_stdout(_Sink()), contextlib.redirect_stderr(_Sink()):
-            request = _ask_frontend(REPLY + reply)
+            request = _ask_frontend(REPLY + json.dumps(reply.content))

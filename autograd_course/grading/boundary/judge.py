@@ -33,6 +33,7 @@ from autograd_course.grading.boundary.links import (
     MAX_CALLBACKS,
     AnswerError,
     KernelDied,
+    too_structured,
 )
 from autograd_course.grading.boundary.namespace import Namespace
 from autograd_course.grading.boundary.naming import _held_module, student_error
@@ -222,7 +223,6 @@ class Session:
         if self.dead:
             raise KernelDied(self.dead)
         nonce = secrets.token_hex(8)
-        payload = base64.b64encode(_dumps(dict(message, nonce=nonce), self)).decode("ascii")
         left = self._deadline - time.monotonic()
         if left <= 0:
             if time.monotonic() >= self.budget:
@@ -230,8 +230,12 @@ class Session:
             raise AnswerError(f"the test ran out of time ({self.timeout:.0f} s)")
         if self._in_callback:
             raise AuthoringError("a test's function answering a callback asked the kernel")
+        timeout = min(left, self.timeout)
+        # the kernel serves no request past its deadline, and sends no reply (agent.serve)
+        message = dict(message, nonce=nonce, deadline=time.monotonic() + timeout)
+        payload = base64.b64encode(_dumps(message, self)).decode("ascii")
         try:
-            reply = self.link.request(payload, min(left, self.timeout), self._answer)
+            reply = self.link.request(payload, timeout, self._answer)
         except KernelDied as exc:
             self.dead = str(exc)
             raise
@@ -362,6 +366,8 @@ class Session:
                 raise AnswerError(f"more than {MAX_CALLBACKS} calls of the test's functions")
             if time.monotonic() > self._deadline:
                 raise AnswerError("the test's time is spent")
+            if too_structured(prompt):
+                raise AnswerError("the call holds too much structure")
             request = json.loads(prompt[len(CALLBACK):])
             methods = self._callbacks.get(request.get("token")) if isinstance(
                 request, dict) and isinstance(request.get("token"), str) else None

@@ -141,6 +141,7 @@ class JupyterLink:
         self.stdin = _connected_stdin(self.client)
         self.inputs = 0  # input requests answered (a kernel's own included)
         self.held: str | None = None  # the execute_request the kernel serves the judge in
+        self.abandoned: set[str] = set()  # those given up on, maybe still running (_abandon)
 
     def memory(self) -> int:
         """The kernel's memory, all its processes together, as Linux reports it
@@ -157,86 +158,131 @@ class JupyterLink:
 
     def request(self, payload: str, timeout: float,
                 answer: Callable[[str], str] | None = None) -> dict:
-        if self.held is None:
-            expression = ("__import__('autograd_course.kernel.agent', fromlist=['serve_loop'])"
-                          f".serve_loop('{payload}')")
-            self.held = self.client.execute("", silent=True, store_history=False,
-                                            allow_stdin=True,
-                                            user_expressions={"reply": expression})
-        else:
-            self._send(payload)
-        msg_id = self.held
-        deadline = time.monotonic() + timeout
+        try:
+            if self.held is None:
+                expression = ("__import__('autograd_course.kernel.agent', "
+                              f"fromlist=['serve_loop']).serve_loop('{payload}')")
+                self.held = self.client.execute("", silent=True, store_history=False,
+                                                allow_stdin=True,
+                                                user_expressions={"reply": expression})
+            else:
+                self._send(payload)
+            return self._reply(self.held, time.monotonic() + timeout, timeout, answer)
+        except KernelDied:
+            self.held = None
+            raise
+        except AnswerError:  # the kernel may wait for an answer: let it go
+            self.release()
+            raise
+
+    def _reply(self, msg_id: str, deadline: float, timeout: float,
+               answer: Callable[[str], str] | None) -> dict:
+        """The reply to the request held in ``msg_id``, answering the kernel's input requests
+        meanwhile, until ``deadline`` (then the kernel's call is interrupted)."""
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 self.held = None
-                self._interrupt()
+                self._let_go(msg_id, interrupt=True)
                 raise AnswerError(f"no answer within {timeout:.0f} s (an endless loop?)")
-            try:
-                channel = self._ready(min(left, 1.0))
-                if channel is None:
-                    raise queue.Empty
-                reply = channel.get_msg(timeout=0)
-            except queue.Empty:  # check that the kernel is still there
-                if not self.alive():
-                    self.held = None
-                    raise KernelDied("the kernel died (a crash, os._exit or a signal)") from None
+            found = self._next(min(left, 1.0))
+            if found is None:
                 continue
-            except Exception as exc:  # a message over the limits (provision.BoundedSession)
-                self.release()
-                raise AnswerError(f"the kernel's answer could not be read ({exc})") from None
-            if reply.get("parent_header", {}).get("msg_id") != msg_id:
-                continue
-            if channel is self.stdin:
-                prompt = _prompt(reply)
+            channel, message = found
+            if _parent(message) != msg_id:
+                self._settle_abandoned(channel, message)
+            elif channel is self.stdin:
+                prompt = _prompt(message)
                 if prompt.startswith(REPLY):
-                    try:
-                        return _replied(prompt)
-                    except AnswerError:
-                        self.release()
-                        raise
-                self._answer_input(reply, answer)
-                continue
-            break
+                    return _replied(prompt)
+                self._answer_input(message, answer)
+            elif message.get("msg_type") == "execute_reply":
+                break
         self.held = None  # the kernel's loop ended without a reply (interrupted, or replaced)
-        if reply.get("content", {}).get("status") != "ok":
+        if message.get("content", {}).get("status") != "ok":
             raise AnswerError("the kernel could not answer")
-        result = reply.get("content", {}).get("user_expressions", {}).get("reply", {})
+        result = message.get("content", {}).get("user_expressions", {}).get("reply", {})
         if result.get("status") != "ok":
             name = str(result.get("ename", "an error"))[:100]
             raise AnswerError(f"the kernel could not answer ({name})")
         raise AnswerError("the kernel's answer was not readable")
 
     def release(self) -> None:
-        """Let the kernel go, so that it runs cells again: the empty answer ends its loop
-        (:func:`~autograd_course.kernel.agent.serve_loop`), and the loop's execute_request's
-        reply is awaited. Meanwhile, a reply's prompt (one a student's code forged first) gets
-        the empty answer too, any other input request end-of-file; a kernel that has not let
-        go within :data:`RELEASE_SECONDS` is interrupted. Never raises."""
+        """Let the kernel go, so that it runs cells again (:meth:`_let_go`, with the empty
+        answer that ends its loop). Never raises but KeyboardInterrupt."""
         msg_id, self.held = self.held, None
-        if msg_id is None:
-            return
+        if msg_id is not None:
+            self._let_go(msg_id, interrupt=False)
+
+    def _let_go(self, msg_id: str, *, interrupt: bool) -> None:
+        """End the kernel's loop of ``msg_id`` (:func:`~autograd_course.kernel.agent.
+        serve_loop`): interrupt its call, or answer it with the empty answer, and await the
+        loop's execute_request's reply. Meanwhile, a reply's prompt (one the student's code
+        forged first, or one sent as the deadline passed) gets the empty answer too, any other
+        input request end-of-file. A loop that has not ended within :data:`RELEASE_SECONDS`
+        is interrupted and abandoned (:meth:`_settle_abandoned`). Never raises but
+        KeyboardInterrupt."""
         try:
-            self._send("")
+            if interrupt:
+                self._interrupt()
+            else:
+                self._send("")
             deadline = time.monotonic() + RELEASE_SECONDS
             while (left := deadline - time.monotonic()) > 0:
-                channel = self._ready(min(left, 1.0))
-                if channel is None:
-                    if not self.alive():
-                        return
+                found = self._next(min(left, 1.0))
+                if found is None:
                     continue
-                message = channel.get_msg(timeout=0)
-                if message.get("parent_header", {}).get("msg_id") != msg_id:
-                    continue
-                if channel is not self.stdin:
-                    return  # the loop's execute_request is over
-                if _prompt(message).startswith(REPLY):
-                    self._send("")
-                else:
-                    self._answer_input(message, None)
-        except Exception:  # noqa: BLE001, S110 - unreadable, or a flood: interrupted below
+                channel, message = found
+                if _parent(message) != msg_id:
+                    self._settle_abandoned(channel, message)
+                elif channel is self.stdin:
+                    self._settle(message)
+                elif message.get("msg_type") == "execute_reply":
+                    return
+        except AnswerError:  # dead, unreadable, or a flood: abandoned below
             pass
+        self._abandon(msg_id)
+
+    def _next(self, timeout: float) -> tuple[object, dict] | None:
+        """The next message (stdin first) and its channel, or None after ``timeout``;
+        KernelDied when the kernel is gone, AnswerError for a message the grader's session
+        refuses (:class:`~autograd_course.grading.boundary.provision.BoundedSession`)."""
+        channel = self._ready(timeout)
+        if channel is None:
+            if not self.alive():
+                raise KernelDied("the kernel died (a crash, os._exit or a signal)")
+            return None
+        try:
+            return channel, channel.get_msg(timeout=0)
+        except queue.Empty:
+            return None
+        except Exception as exc:  # noqa: BLE001 - a message over the limits
+            raise AnswerError(f"the kernel's answer could not be read ({exc})") from None
+
+    def _settle(self, message: dict) -> None:
+        """Answer an input request of a loop the judge is done with: a reply's prompt with
+        the empty answer (the loop ends), any other with end-of-file."""
+        if _prompt(message).startswith(REPLY):
+            self._send("")
+        else:
+            self._answer_input(message, None)
+
+    def _settle_abandoned(self, channel, message: dict) -> None:
+        """A message of an earlier request: settled if its loop was abandoned (a kernel that
+        went on past an interrupt, or forged a request's end), forgotten once its
+        execute_request is over."""
+        parent = _parent(message)
+        if parent not in self.abandoned:
+            return
+        if channel is self.stdin:
+            self._settle(message)
+        elif message.get("msg_type") == "execute_reply":
+            self.abandoned.discard(parent)
+
+    def _abandon(self, msg_id: str) -> None:
+        """Give up on a loop the kernel does not end: interrupt the kernel, and settle what
+        that loop still asks later (:meth:`_settle_abandoned`)."""
+        self.abandoned.add(msg_id)
         self._interrupt()
 
     def _send(self, value: str) -> None:
@@ -246,7 +292,6 @@ class JupyterLink:
         try:
             self.client.input(value)
         except zmq.Again:
-            self.held = None
             raise AnswerError("the kernel does not read the answers to its input requests"
                               ) from None
 
@@ -298,14 +343,32 @@ def _prompt(message: dict) -> str:
     return prompt
 
 
+def too_structured(text: str) -> bool:
+    """Whether ``text`` holds more brackets, braces and commas than a kernel's message may
+    (:data:`~autograd_course.grading.boundary.provision.MAX_STRUCTURE`), counted in the text
+    as decoded: JSON carried in a string, whose escapes hid them from the message's count."""
+    from autograd_course.grading.boundary.provision import MAX_STRUCTURE
+
+    return text.count("[") + text.count("{") + text.count(",") > MAX_STRUCTURE
+
+
+def _parent(message: dict) -> object:
+    """The id of the request a message answers."""
+    parent = message.get("parent_header")
+    return parent.get("msg_id") if isinstance(parent, dict) else None
+
+
 def _replied(prompt: str) -> dict:
-    """The reply a :data:`REPLY` prompt carries (its size and structure were bounded as the
-    message was read: :class:`~autograd_course.grading.boundary.provision.BoundedSession`)."""
+    """The reply a :data:`REPLY` prompt carries. Its structure is counted here, in the
+    prompt as decoded: the grader's session counted the message's bytes, where a string's
+    escapes (``\\u005b``) hide brackets from the count."""
     import json
 
+    if too_structured(prompt):
+        raise AnswerError("the kernel's answer holds too much structure")
     try:
         content = json.loads(prompt[len(REPLY):])
-    except ValueError:
+    except (ValueError, RecursionError):
         content = None
     if not isinstance(content, dict):
         raise AnswerError("the kernel's answer was not readable")
