@@ -9,6 +9,8 @@ docs/design.md#autograd_coursegradingpipelinepy. The changes:
   ``DeduplicateIds``;
 - autograde: nbgrader's ``Execute`` replaced by :class:`~.preprocessors.JudgedExecute`, then
   :class:`~.preprocessors.RecordResults` and :class:`~.preprocessors.MakeInert` appended;
+- autograde, both lists: nbgrader's ``CheckCellMetadata`` replaced by the course's
+  :class:`~.preprocessors.CheckCellMetadata` (the same checks, its schema checked once);
 - feedback: :class:`~.preprocessors.HideHiddenTests`, :class:`~.preprocessors.ShowCommentsAsText`
   and :class:`~.preprocessors.ListOtherFiles` just after nbgrader's ``GetGrades``.
 
@@ -36,21 +38,24 @@ def _index(pipeline: list, name: str) -> int:
 
 
 def autograde_sanitizers() -> list:
-    """``Autograde.sanitize_preprocessors``: nbgrader's, with RepairSubmission inserted."""
+    """``Autograde.sanitize_preprocessors``: nbgrader's, with RepairSubmission inserted and
+    the course's CheckCellMetadata."""
     from nbgrader.converters import Autograde
 
     pipeline = _default(Autograde, "sanitize_preprocessors")
     pipeline.insert(_index(pipeline, "DeduplicateIds"), OURS + "RepairSubmission")
+    pipeline[_index(pipeline, "CheckCellMetadata")] = OURS + "CheckCellMetadata"
     return pipeline
 
 
 def autograde_preprocessors() -> list:
-    """``Autograde.autograde_preprocessors``: nbgrader's, with the judge instead of Execute
-    and the grade record last."""
+    """``Autograde.autograde_preprocessors``: nbgrader's, with the judge instead of Execute,
+    the course's CheckCellMetadata and the grade record last."""
     from nbgrader.converters import Autograde
 
     pipeline = _default(Autograde, "autograde_preprocessors")
     pipeline[_index(pipeline, "Execute")] = OURS + "JudgedExecute"
+    pipeline[_index(pipeline, "CheckCellMetadata")] = OURS + "CheckCellMetadata"
     return pipeline + [OURS + "RecordResults", OURS + "MakeInert"]
 
 
