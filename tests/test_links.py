@@ -165,3 +165,65 @@ def test_a_reply_is_read_only_within_the_structure_a_message_may_hold():
     answer = json.loads(Session(links.InProcessLink())._answer(
         CALLBACK + "[" * (MAX_STRUCTURE + 1)))
     assert "too much structure" in answer["error"]
+
+
+class _Shell:
+    """A stand-in for the shell channel of a link that is never started."""
+
+
+def _unstarted(messages=(), send=None) -> JupyterLink:
+    """A JupyterLink over no kernel: ``_next`` gives ``messages`` (on the shell channel),
+    ``send(value)`` answers input requests."""
+    link = object.__new__(JupyterLink)
+    link.held, link.abandoned, link.inputs, link.stdin = None, set(), 0, object()
+    queue = list(messages)
+    link._next = lambda timeout: (_Shell, queue.pop(0)) if queue else None
+    link._send = send or (lambda value: None)
+    link._interrupt = lambda: None
+    link.alive = lambda: True
+    return link
+
+
+def test_a_loop_that_ends_on_its_own_is_a_late_reply():
+    """Found by a second review: the kernel's loop ends on its own only past the request's
+    deadline (it sends no late reply), so the judge says the request timed out, not that the
+    answer was unreadable; an execute_reply of any other shape is 'could not answer'."""
+    ended = {"parent_header": {"msg_id": "m"}, "msg_type": "execute_reply",
+             "content": {"status": "ok", "user_expressions": {"reply": {"status": "ok"}}}}
+    with pytest.raises(links.AnswerError, match="no answer within 5 s"):
+        _unstarted([ended])._reply("m", time.monotonic() + 5, 5, None)
+    for content in ([], {"status": "ok", "user_expressions": []}, {"status": "error"}):
+        with pytest.raises(links.AnswerError, match="could not answer"):
+            _unstarted([dict(ended, content=content)])._reply("m", time.monotonic() + 5, 5,
+                                                              None)
+
+
+def test_letting_go_never_raises_and_keeps_the_loop_to_settle(monkeypatch):
+    """Found by a second review: release() runs in the judge's ``finally`` blocks, so no
+    error of the link's (a closed socket here) may replace the test's verdict; a loop not
+    seen to end stays to be settled when the judge next reads the kernel."""
+    import zmq
+
+    monkeypatch.setattr(links, "RELEASE_SECONDS", 0.2)
+
+    def closed(value):
+        raise zmq.ZMQError(zmq.ENOTSOCK)
+
+    link = _unstarted(send=closed)
+    link.held = "m"
+    link.release()
+    assert link.held is None and link.abandoned == {"m"}
+    over = {"parent_header": {"msg_id": "m"}, "msg_type": "execute_reply", "content": {}}
+    link._next = lambda timeout: (_Shell, over)
+    link._settle_abandoned(_Shell, over)
+    assert link.abandoned == set()
+
+
+def test_a_proxy_past_the_requests_deadline_does_not_ask_the_judge():
+    from autograd_course.kernel.agent import Agent
+
+    agent = Agent({})
+    agent.ask = lambda prompt: pytest.fail("the judge was asked past the deadline")
+    agent.deadline = time.monotonic() - 1
+    with pytest.raises(RuntimeError, match="time is spent"):
+        agent.ask_judge("token", "call", (1,))

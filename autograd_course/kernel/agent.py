@@ -88,6 +88,7 @@ class Agent:
         self.handles: dict[int, int] = {}  # id(object) -> handle
         self.sent = 0  # handles given so far
         self.ask: Callable[[str], str] = _ask_frontend  # a callback's prompt -> the answer
+        self.deadline = math.inf  # the running request's (serve)
 
     def keep(self, value) -> int:
         handle = self.handles.get(id(value))
@@ -108,6 +109,7 @@ class Agent:
             nonce = message.get("nonce")
             if isinstance(message.get("deadline"), float):
                 deadline = message["deadline"]
+            self.deadline = deadline
             if time.monotonic() > deadline:
                 return Reply({"nonce": nonce, "late": True}, late=True)
             body = getattr(self, "_" + message["op"])(message)
@@ -131,7 +133,10 @@ class Agent:
 
     def ask_judge(self, token: str, method: str, args: tuple):
         """Run the judge's ``method`` of proxy ``token`` on ``args`` (sent as records); its
-        result (unpickled), or RuntimeError with the judge's reason."""
+        result (unpickled), or RuntimeError with the judge's reason; past the request's
+        deadline the judge is not asked (it no longer answers)."""
+        if time.monotonic() > self.deadline:
+            raise RuntimeError("the test's function could not run: the test's time is spent")
         encoder = self._encoder()
         prompt = CALLBACK + json.dumps({"token": token, "method": method,
                                         "args": [encoder.encode(a) for a in args]})

@@ -33,6 +33,7 @@ from autograd_course.grading.boundary.links import (
     MAX_CALLBACKS,
     AnswerError,
     KernelDied,
+    timed_out,
     too_structured,
 )
 from autograd_course.grading.boundary.namespace import Namespace
@@ -231,11 +232,17 @@ class Session:
         if self._in_callback:
             raise AuthoringError("a test's function answering a callback asked the kernel")
         timeout = min(left, self.timeout)
-        # the kernel serves no request past its deadline, and sends no reply (agent.serve)
-        message = dict(message, nonce=nonce, deadline=time.monotonic() + timeout)
-        payload = base64.b64encode(_dumps(message, self)).decode("ascii")
+        # the kernel serves no request past its deadline, and sends no reply (agent.serve):
+        # the link waits until the same deadline
+        deadline = time.monotonic() + timeout
+        payload = base64.b64encode(_dumps(dict(message, nonce=nonce, deadline=deadline),
+                                          self)).decode("ascii")
         try:
-            reply = self.link.request(payload, timeout, self._answer)
+            if (left := deadline - time.monotonic()) <= 0:
+                raise timed_out(timeout)
+            reply = self.link.request(payload, left, self._answer)
+            if reply.get("late"):  # in process: the kernel's late reply comes back
+                raise timed_out(timeout)
         except KernelDied as exc:
             self.dead = str(exc)
             raise

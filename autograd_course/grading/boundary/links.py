@@ -141,7 +141,7 @@ class JupyterLink:
         self.stdin = _connected_stdin(self.client)
         self.inputs = 0  # input requests answered (a kernel's own included)
         self.held: str | None = None  # the execute_request the kernel serves the judge in
-        self.abandoned: set[str] = set()  # those given up on, maybe still running (_abandon)
+        self.abandoned: set[str] = set()  # loops let go of, not yet over (_let_go)
 
     def memory(self) -> int:
         """The kernel's memory, all its processes together, as Linux reports it
@@ -184,7 +184,7 @@ class JupyterLink:
             if left <= 0:
                 self.held = None
                 self._let_go(msg_id, interrupt=True)
-                raise AnswerError(f"no answer within {timeout:.0f} s (an endless loop?)")
+                raise timed_out(timeout)
             found = self._next(min(left, 1.0))
             if found is None:
                 continue
@@ -198,14 +198,17 @@ class JupyterLink:
                 self._answer_input(message, answer)
             elif message.get("msg_type") == "execute_reply":
                 break
-        self.held = None  # the kernel's loop ended without a reply (interrupted, or replaced)
-        if message.get("content", {}).get("status") != "ok":
+        self.held = None  # the kernel's loop ended without a reply (interrupted, or late)
+        content = message.get("content")
+        expressions = content.get("user_expressions") if isinstance(content, dict) else None
+        result = expressions.get("reply") if isinstance(expressions, dict) else None
+        if not (isinstance(result, dict) and content.get("status") == "ok"):
             raise AnswerError("the kernel could not answer")
-        result = message.get("content", {}).get("user_expressions", {}).get("reply", {})
         if result.get("status") != "ok":
             name = str(result.get("ename", "an error"))[:100]
             raise AnswerError(f"the kernel could not answer ({name})")
-        raise AnswerError("the kernel's answer was not readable")
+        # an honest loop ends on its own only past the request's deadline (agent.serve_loop)
+        raise timed_out(timeout)
 
     def release(self) -> None:
         """Let the kernel go, so that it runs cells again (:meth:`_let_go`, with the empty
@@ -220,8 +223,9 @@ class JupyterLink:
         loop's execute_request's reply. Meanwhile, a reply's prompt (one the student's code
         forged first, or one sent as the deadline passed) gets the empty answer too, any other
         input request end-of-file. A loop that has not ended within :data:`RELEASE_SECONDS`
-        is interrupted and abandoned (:meth:`_settle_abandoned`). Never raises but
-        KeyboardInterrupt."""
+        is interrupted, and settled whenever the judge reads the kernel again
+        (:meth:`_settle_abandoned`). Never raises but KeyboardInterrupt."""
+        self.abandoned.add(msg_id)  # until its execute_reply arrives, here or later
         try:
             if interrupt:
                 self._interrupt()
@@ -232,16 +236,12 @@ class JupyterLink:
                 found = self._next(min(left, 1.0))
                 if found is None:
                     continue
-                channel, message = found
-                if _parent(message) != msg_id:
-                    self._settle_abandoned(channel, message)
-                elif channel is self.stdin:
-                    self._settle(message)
-                elif message.get("msg_type") == "execute_reply":
+                self._settle_abandoned(*found)
+                if msg_id not in self.abandoned:
                     return
-        except AnswerError:  # dead, unreadable, or a flood: abandoned below
+        except Exception:  # noqa: BLE001, S110 - dead, unreadable, a flood: interrupted below
             pass
-        self._abandon(msg_id)
+        self._interrupt()
 
     def _next(self, timeout: float) -> tuple[object, dict] | None:
         """The next message (stdin first) and its channel, or None after ``timeout``;
@@ -268,9 +268,9 @@ class JupyterLink:
             self._answer_input(message, None)
 
     def _settle_abandoned(self, channel, message: dict) -> None:
-        """A message of an earlier request: settled if its loop was abandoned (a kernel that
-        went on past an interrupt, or forged a request's end), forgotten once its
-        execute_request is over."""
+        """A message of a loop the judge let go of (:meth:`_let_go`): its input requests are
+        settled (a kernel that went on past an interrupt still ends its call), and the loop
+        forgotten once its execute_request is over."""
         parent = _parent(message)
         if parent not in self.abandoned:
             return
@@ -278,12 +278,6 @@ class JupyterLink:
             self._settle(message)
         elif message.get("msg_type") == "execute_reply":
             self.abandoned.discard(parent)
-
-    def _abandon(self, msg_id: str) -> None:
-        """Give up on a loop the kernel does not end: interrupt the kernel, and settle what
-        that loop still asks later (:meth:`_settle_abandoned`)."""
-        self.abandoned.add(msg_id)
-        self._interrupt()
 
     def _send(self, value: str) -> None:
         """Answer the kernel's input request (the stdin socket's send times out)."""
@@ -341,6 +335,11 @@ def _prompt(message: dict) -> str:
     if message.get("msg_type") != "input_request" or not isinstance(prompt, str):
         return ""
     return prompt
+
+
+def timed_out(timeout: float) -> AnswerError:
+    """The error of a request not answered within ``timeout`` seconds."""
+    return AnswerError(f"no answer within {timeout:.0f} s (an endless loop?)")
 
 
 def too_structured(text: str) -> bool:
