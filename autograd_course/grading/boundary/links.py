@@ -346,9 +346,9 @@ def too_structured(text: str) -> bool:
     """Whether ``text`` holds more brackets, braces and commas than a kernel's message may
     (:data:`~autograd_course.grading.boundary.provision.MAX_STRUCTURE`), counted in the text
     as decoded: JSON carried in a string, whose escapes hid them from the message's count."""
-    from autograd_course.grading.boundary.provision import MAX_STRUCTURE
+    from autograd_course.grading.boundary.provision import MAX_STRUCTURE, structure
 
-    return text.count("[") + text.count("{") + text.count(",") > MAX_STRUCTURE
+    return structure(text) > MAX_STRUCTURE
 
 
 def _parent(message: dict) -> object:

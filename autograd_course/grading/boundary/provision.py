@@ -73,9 +73,11 @@ def not_started() -> list[str]:
     return found
 
 
-def _structure(raw: bytes) -> int:
-    """Brackets, braces and commas in ``raw``, counted at the speed of ``bytes.count``."""
-    return raw.count(b"[") + raw.count(b"{") + raw.count(b",")
+def structure(raw: str | bytes) -> int:
+    """Brackets, braces and commas in ``raw`` (a message's bytes, or a string as decoded),
+    counted at the speed of ``bytes.count``."""
+    marks = "[{," if isinstance(raw, str) else b"[{,"
+    return sum(raw.count(marks[i:i + 1]) for i in range(len(marks)))
 
 
 class BoundedSession(Session):
@@ -102,7 +104,7 @@ class BoundedSession(Session):
             self._refuse(HEADER_TOO_LARGE)
         # the signature, then header, parent header, metadata and content: JSON, scanned once
         # here, so that jupyter_client's own unpacker reads only what passed the scan
-        if sum(_structure(getattr(part, "bytes", part)) for part in msg_list[1:5]) > (
+        if sum(structure(getattr(part, "bytes", part)) for part in msg_list[1:5]) > (
                 MAX_STRUCTURE):
             self._refuse(TOO_STRUCTURED)
         try:
