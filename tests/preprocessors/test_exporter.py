@@ -127,3 +127,18 @@ def test_feedback_pages_share_the_templates_compiled_once():
     second, _ = second_exporter.from_notebook_node(release())
     assert compiled and exporter_module._COMPILED._code == compiled and first == second
 
+
+
+def test_a_page_is_parsed_for_its_images_only_when_it_may_hold_one(monkeypatch):
+    from autograd_course.grading.preprocessors.exporter import NO_DESCRIPTION, described_images
+
+    parsed = []
+    real = exporter_module._ImagesWithoutText
+    monkeypatch.setattr(exporter_module, "_ImagesWithoutText",
+                        lambda page: parsed.append(page) or real(page))
+    page = "<p>a page</p><script>let s = '<b>';</script>"
+    assert described_images(page) is page and parsed == []
+    page = "<p>x</p><!-- <img src=a> --><IMG src=b><iMg alt='' src=c>"
+    assert described_images(page) == (
+        f'<p>x</p><!-- <img src=a> --><IMG alt="{NO_DESCRIPTION}" src=b><iMg alt=\'\' src=c>')
+    assert parsed == [page]

@@ -232,6 +232,10 @@ def _highlighted(source: str, language: str, magics: str | None, options: tuple)
 NO_DESCRIPTION = "No description has been provided for this image"
 
 
+#: Where an image tag may start: an HTML parser reads a tag's name case-blind.
+_IMAGE_TAG = re.compile("<img", re.IGNORECASE)
+
+
 class _ImagesWithoutText(HTMLParser):
     """Where a page's ``<img>`` tags without an ``alt`` attribute start (offsets in the page),
     as an HTML parser finds them: never inside a ``<script>`` or ``<style>``, or a comment."""
@@ -253,7 +257,11 @@ class _ImagesWithoutText(HTMLParser):
 
 def described_images(page: str) -> str:
     """``page`` with :data:`NO_DESCRIPTION` as the ``alt`` of each image that has none (as
-    nbconvert's HTMLExporter gives it), and nothing else changed."""
+    nbconvert's HTMLExporter gives it), and nothing else changed. A page with no ``<img``
+    anywhere (most are: a plot is rare in a graded notebook) has no image tag to find, and is
+    not parsed."""
+    if _IMAGE_TAG.search(page) is None:
+        return page
     parts, last = [], 0
     for start in _ImagesWithoutText(page).found:
         after = start + len("<img")
