@@ -56,6 +56,10 @@ MAX_HEADER = 64 * 2**10
 #: outputs and answers are mostly strings (text, base64 images and arrays); JSON of millions
 #: of tiny containers would cost the grader gigabytes and seconds to parse.
 MAX_STRUCTURE = 2_000_000
+#: How often the grader looks whether a grading kernel it killed has ended. jupyter_client
+#: looks every 0.1 s, and a killed kernel ends within milliseconds: the grader sat idle about
+#: 70 ms of every submission, waiting for the next look.
+KILLED_POLL_SECONDS = 0.005
 
 
 class KernelNotStarted(RuntimeError):
@@ -193,6 +197,11 @@ class GradingKernelManager(AsyncKernelManager):
         context = super()._context_default()
         context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE)
         return context
+
+    async def _async_wait(self, pollinterval: float = 0.1) -> None:
+        # jupyter_client (private): after a kill (and a shutdown request), it waits for the
+        # kernel's end, looking whether it is alive every ``pollinterval``
+        await super()._async_wait(pollinterval=min(pollinterval, KILLED_POLL_SECONDS))
 
     def write_connection_file(self, **kwargs) -> None:
         super().write_connection_file(**kwargs)
