@@ -30,4 +30,6 @@ def test_a_killed_kernels_end_is_looked_for_every_few_milliseconds(monkeypatch):
     monkeypatch.setattr(asyncio, "sleep", sleep)
     asyncio.run(manager._async_wait())  # as jupyter_client's kill calls it: no interval given
     assert slept == [provision.KILLED_POLL_SECONDS] * 3
-    assert provision.KILLED_POLL_SECONDS <= 0.01
+    alive = iter([True, False])
+    asyncio.run(manager._async_wait(pollinterval=0.1))  # as its finish_shutdown calls it
+    assert slept[3:] == [provision.KILLED_POLL_SECONDS] and provision.KILLED_POLL_SECONDS <= 0.01

@@ -103,20 +103,21 @@ class Agent:
         """Answer one request (base64 of a pickled dict); never raises. A request whose
         ``deadline`` (``time.monotonic()``, the judge's clock and this one) has passed when
         it arrives is not served: its reply is ``late``, as is one made after it."""
-        nonce, self.deadline = None, math.inf
+        nonce, deadline = None, math.inf
         try:
             message = _Unpickler(base64.b64decode(request), self.objects).load()
             nonce = message.get("nonce")
             if isinstance(message.get("deadline"), float):
-                self.deadline = message["deadline"]
-            if time.monotonic() > self.deadline:
+                deadline = message["deadline"]
+            self.deadline = deadline  # what ask_judge reads; the call cannot change ``deadline``
+            if time.monotonic() > deadline:
                 return Reply({"nonce": nonce, "late": True}, late=True)
             body = getattr(self, "_" + message["op"])(message)
         except ReplyError as exc:
             body = {"unreadable": str(exc)}
         except Exception as exc:  # noqa: BLE001 - a request that cannot be served
             body = {"unreadable": f"{type(exc).__name__}: {exc}"[:500]}
-        return Reply({"nonce": nonce, **body}, late=time.monotonic() > self.deadline)
+        return Reply({"nonce": nonce, **body}, late=time.monotonic() > deadline)
 
     def _encoder(self) -> Encoder:
         return Encoder(self.keep, self.limit)

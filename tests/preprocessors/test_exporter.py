@@ -128,7 +128,6 @@ def test_feedback_pages_share_the_templates_compiled_once():
     assert compiled and exporter_module._COMPILED._code == compiled and first == second
 
 
-
 def test_a_page_is_parsed_for_its_images_only_when_it_may_hold_one(monkeypatch):
     from autograd_course.grading.preprocessors.exporter import NO_DESCRIPTION, described_images
 
