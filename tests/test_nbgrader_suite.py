@@ -8,7 +8,9 @@ collect (:data:`MODULES`, under ``tests/apps/``) are run here in one subprocess 
 three pipelines (the judge, the sandbox, the repairs, the inert notebook, the feedback) and
 its export plugin, as an instructor who adds the course's grading to another course would.
 Every test must pass but the intended differences (:data:`INTENDED`), which must fail: they
-show where the course grades differently on purpose (docs/security.md lists them).
+show where the course grades differently on purpose (docs/security.md lists them). A test
+that fails unexpectedly is shown with its report and the end of what it wrote to stderr,
+where nbgrader's apps log (its failed command's log last).
 """
 
 from __future__ import annotations
@@ -58,7 +60,8 @@ INTENDED = {
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    """The outcome of each of nbgrader's tests (class.test) under the course's config."""
+    """The outcome of each of nbgrader's tests (class.test) under the course's config, what
+    each failure reported, and pytest's output."""
     folder = tmp_path_factory.mktemp("nbgrader-suite")
     (folder / "jupyter").mkdir()
     (folder / "jupyter" / "nbgrader_config.py").write_text(CONFIG)
@@ -70,23 +73,29 @@ def results(tmp_path_factory):
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-c", str(folder / "pytest.ini"), f"--rootdir={folder}",
          f"--confcutdir={SUITE}", "-p", "no:cacheprovider", "-n", "2", "-q",
+         "-o", "junit_logging=system-err",
          f"--junitxml={report}",
          *(str(SUITE / "apps" / f"test_nbgrader_{name}.py") for name in MODULES)],
         cwd=folder, env=env, capture_output=True, text=True)
     assert report.exists(), done.stdout[-3000:] + done.stderr[-3000:]
-    outcomes = {}
+    outcomes, reports = {}, {}
     for case in ET.parse(report).iter("testcase"):
-        kinds = {child.tag for child in case}
         test = f"{case.get('classname', '').rsplit('.', 1)[-1]}.{case.get('name')}"
-        outcomes[test] = ("failed" if kinds & {"failure", "error"}
-                                      else "skipped" if "skipped" in kinds else "passed")
-    return outcomes, done.stdout
+        failures = [child for child in case if child.tag in ("failure", "error")]
+        outcomes[test] = ("failed" if failures
+                          else "skipped" if any(child.tag == "skipped" for child in case)
+                          else "passed")
+        stderr = "".join(child.text or "" for child in case if child.tag == "system-err")
+        reports[test] = "\n".join([*((child.text or child.get("message", ""))[-3000:]
+                                    for child in failures), "stderr:", stderr[-3000:]])
+    return outcomes, reports, done.stdout
 
 
 def test_every_test_but_the_intended_differences_passes(results):
-    outcomes, log = results
+    outcomes, reports, log = results
     failed = {name for name, outcome in outcomes.items() if outcome == "failed"}
-    assert failed == INTENDED, log[-4000:]
+    unexpected = "\n\n".join(f"{name}:\n{reports[name]}" for name in sorted(failed - INTENDED))
+    assert failed == INTENDED, unexpected or log[-4000:]
     assert sum(outcome == "passed" for outcome in outcomes.values()) >= 35 + 70
     # among those: exceptions of the student's own types, `del` of a student's name, and files
     # a notebook writes in its folder
