@@ -6,7 +6,8 @@ autograde, generate_feedback, release_feedback, export, zip_collect, release_ass
 collect (:data:`MODULES`, under ``tests/apps/``) are run here in one subprocess with a
 ``nbgrader_config.py`` in ``JUPYTER_CONFIG_DIR`` that sets only the course's exporter, its
 three pipelines (the judge, the sandbox, the repairs, the inert notebook, the feedback) and
-its export plugin, as an instructor who adds the course's grading to another course would.
+its export plugin, as an instructor who adds the course's grading to another course would,
+and gives nbgrader's own ``validate`` (not the course's) the time a loaded machine takes.
 Every test must pass but the intended differences (:data:`INTENDED`), which must fail: they
 show where the course grades differently on purpose (docs/security.md lists them). A test
 that fails unexpectedly is shown with its report and the end of what it wrote to stderr,
@@ -36,6 +37,10 @@ c.Autograde.sanitize_preprocessors = pipeline.autograde_sanitizers()
 c.Autograde.autograde_preprocessors = pipeline.autograde_preprocessors()
 c.GenerateFeedback.preprocessors = pipeline.feedback_preprocessors()
 c.ExportApp.plugin_class = "autograd_course.grading.export.CsvExportPlugin"
+# nbgrader's validate: nbclient waits 4 s for a cell's last outputs, then nbgrader's Execute
+# fails the command (exit 1); on a loaded machine a kernel's outputs can take longer
+c.Validator.Execute.iopub_timeout = 60
+c.Validator.Execute.startup_timeout = 300
 '''
 MODULES = ("autograde", "generate_feedback", "releasefeedback", "export", "zip_collect",
            "releaseassignment", "collect")
