@@ -1,16 +1,37 @@
 """The grading kernel's manager (grading.boundary.provision.GradingKernelManager) on its own.
 
-Its sessions and clients are test_kernel_messages.py's; here, the wait for a kernel's end:
-jupyter_client looks whether a killed kernel is alive every 0.1 s, and a grading kernel, killed
-at the end of every submission, is gone within milliseconds. The manager looks every
-:data:`~autograd_course.grading.boundary.provision.KILLED_POLL_SECONDS`.
+Its sessions are test_kernel_messages.py's; here, the wait for a kernel's end: jupyter_client
+looks whether a killed kernel is alive every 0.1 s, and a grading kernel, killed at the end of
+every submission, is gone within milliseconds. The manager looks every
+:data:`~autograd_course.grading.boundary.provision.KILLED_POLL_SECONDS`. And the sockets of
+the clients it makes (nbclient's): jupyter_client gives each async client a zmq context of its
+own, so the manager's options must be its clients' too.
 """
 
 from __future__ import annotations
 
 import asyncio
 
+import zmq
+
 from autograd_course.grading.boundary import provision
+
+
+def test_the_clients_sockets_cut_off_large_parts_and_connect_again_soon():
+    manager = provision.GradingKernelManager()
+    client = manager.client()
+    channels = [client.shell_channel, client.iopub_channel, client.control_channel,
+                client.stdin_channel]
+    try:
+        for socket in [channel.socket for channel in channels]:
+            assert socket.getsockopt(zmq.MAXMSGSIZE) == provision.MAX_MESSAGE
+            assert socket.getsockopt(zmq.RECONNECT_IVL) == provision.RECONNECT_MS
+        assert manager.context.getsockopt(zmq.MAXMSGSIZE) == provision.MAX_MESSAGE
+    finally:
+        for channel in channels:
+            channel.close()
+        client.context.destroy(linger=0)
+        manager.context.destroy(linger=0)
 
 
 def test_a_killed_kernels_end_is_looked_for_every_few_milliseconds(monkeypatch):

@@ -60,6 +60,11 @@ MAX_STRUCTURE = 2_000_000
 #: looks every 0.1 s, and a killed kernel ends within milliseconds: the grader sat idle about
 #: 70 ms of every submission, waiting for the next look.
 KILLED_POLL_SECONDS = 0.005
+#: Milliseconds between a grading client's tries to connect to its kernel's sockets (zmq's
+#: default is 100). nbclient's client connects while the kernel starts, before the kernel has
+#: made its sockets, and then waited for zmq's next try: about 60 ms of every kernel's start,
+#: with both the grader and the kernel idle.
+RECONNECT_MS = 5
 
 
 class KernelNotStarted(RuntimeError):
@@ -154,12 +159,26 @@ def judge_client(kernel_manager, limit: int):
     return client
 
 
+def grading_context(context):
+    """``context``, a zmq context of the grader's side of a grading kernel, with the options of
+    every socket made in it: a message part over :data:`MAX_MESSAGE` bytes is cut off by zmq
+    (the kernel is disconnected: it cannot fill the grader's memory with one part), and a
+    socket whose kernel has not made its end yet tries again every :data:`RECONNECT_MS`."""
+    context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE)
+    context.setsockopt(zmq.RECONNECT_IVL, RECONNECT_MS)
+    return context
+
+
 class GradingClient(AsyncKernelClient):
-    """nbclient's client of a grading kernel. It is ready once the kernel has answered
-    ``kernel_info`` and its IOPub channel is connected (a message came on it); jupyter_client's
-    own ``wait_for_ready`` then also waits for 0.2 s of silence on IOPub, about a third of a
-    warm kernel's start, which nbclient does not need: it reads only the messages of its own
-    requests."""
+    """nbclient's client of a grading kernel, its sockets made in a :func:`grading_context`.
+    It is ready once the kernel has answered ``kernel_info`` and its IOPub channel is
+    connected (a message came on it); jupyter_client's own ``wait_for_ready`` then also waits
+    for 0.2 s of silence on IOPub, about a third of a warm kernel's start, which nbclient does
+    not need: it reads only the messages of its own requests."""
+
+    def _context_default(self):
+        # jupyter_client: an async client makes a zmq context of its own (not its manager's)
+        return grading_context(super()._context_default())
 
     async def wait_for_ready(self, timeout: float | None = None) -> None:
         deadline = time.monotonic() + (float("inf") if timeout is None else timeout)
@@ -192,11 +211,9 @@ class GradingKernelManager(AsyncKernelManager):
         self.session = BoundedSession(max_bytes=MAX_MESSAGE, parent=self)
 
     def _context_default(self):
-        # jupyter_client (private): the traitlets default of ``context``, the zmq context every
-        # client of this manager uses; the option set here applies to all their sockets.
-        context = super()._context_default()
-        context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE)
-        return context
+        # jupyter_client (private): the traitlets default of ``context``, the zmq context of
+        # the manager's own sockets (its clients make their own: GradingClient)
+        return grading_context(super()._context_default())
 
     async def _async_wait(self, pollinterval: float = 0.1) -> None:
         # jupyter_client (private): after a kill (and a shutdown request), it waits for the
