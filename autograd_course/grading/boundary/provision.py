@@ -159,26 +159,22 @@ def judge_client(kernel_manager, limit: int):
     return client
 
 
-def grading_context(context):
-    """``context``, a zmq context of the grader's side of a grading kernel, with the options of
-    every socket made in it: a message part over :data:`MAX_MESSAGE` bytes is cut off by zmq
-    (the kernel is disconnected: it cannot fill the grader's memory with one part), and a
-    socket whose kernel has not made its end yet tries again every :data:`RECONNECT_MS`."""
-    context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE)
-    context.setsockopt(zmq.RECONNECT_IVL, RECONNECT_MS)
-    return context
-
-
 class GradingClient(AsyncKernelClient):
-    """nbclient's client of a grading kernel, its sockets made in a :func:`grading_context`.
-    It is ready once the kernel has answered ``kernel_info`` and its IOPub channel is
-    connected (a message came on it); jupyter_client's own ``wait_for_ready`` then also waits
-    for 0.2 s of silence on IOPub, about a third of a warm kernel's start, which nbclient does
-    not need: it reads only the messages of its own requests."""
+    """nbclient's client of a grading kernel, whose sockets try to connect again every
+    :data:`RECONNECT_MS`. It is ready once the kernel has answered ``kernel_info`` and its
+    IOPub channel is connected (a message came on it); jupyter_client's own
+    ``wait_for_ready`` then also waits for 0.2 s of silence on IOPub, about a third of a warm
+    kernel's start, which nbclient does not need: it reads only the messages of its own
+    requests."""
 
     def _context_default(self):
-        # jupyter_client: an async client makes a zmq context of its own (not its manager's)
-        return grading_context(super()._context_default())
+        # jupyter_client (private): an async client makes a zmq context of its own, not its
+        # manager's. No zmq.MAXMSGSIZE here: zmq ends a connection that brings a larger part
+        # for good, silently (the cell would wait for its timeout); the grader refuses a
+        # message too large itself, with one reason (BoundedSession, and the watchdog).
+        context = super()._context_default()
+        context.setsockopt(zmq.RECONNECT_IVL, RECONNECT_MS)
+        return context
 
     async def wait_for_ready(self, timeout: float | None = None) -> None:
         deadline = time.monotonic() + (float("inf") if timeout is None else timeout)
@@ -212,8 +208,10 @@ class GradingKernelManager(AsyncKernelManager):
 
     def _context_default(self):
         # jupyter_client (private): the traitlets default of ``context``, the zmq context of
-        # the manager's own sockets (its clients make their own: GradingClient)
-        return grading_context(super()._context_default())
+        # the manager's own sockets (a shutdown request's); its clients make their own
+        context = super()._context_default()
+        context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE)
+        return context
 
     async def _async_wait(self, pollinterval: float = 0.1) -> None:
         # jupyter_client (private): after a kill (and a shutdown request), it waits for the
