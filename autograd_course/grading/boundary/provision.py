@@ -21,6 +21,7 @@ explain. The subclass sees only this module's small API: :meth:`~SandboxedExecut
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 import time
@@ -32,7 +33,7 @@ from queue import Empty
 import zmq
 from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
-from jupyter_client.manager import AsyncKernelManager
+from jupyter_client.manager import AsyncKernelManager, _get_future
 from jupyter_client.session import Session
 from jupyter_core.utils import run_sync
 from nbgrader.preprocessors import Execute
@@ -192,6 +193,29 @@ class GradingClient(AsyncKernelClient):
                 raise RuntimeError(f"Kernel didn't respond in {timeout:.0f} seconds")
 
 
+def _pending_without_sleep(method):
+    """jupyter_client's ``method`` (decorated with its ``in_pending_state``) as that decorator
+    makes it, without its sleep: the manager's ``ready`` future is new while the method runs,
+    and is set (or fails, logged) when it ends."""
+    inner = method.__wrapped__
+
+    @functools.wraps(inner)
+    async def pending(self, *args, **kwargs):
+        if self._attempted_start or not self._ready:
+            self._ready = _get_future()
+        try:
+            out = await inner(self, *args, **kwargs)
+        except Exception as error:
+            self._ready.set_exception(error)
+            self.log.exception(error)
+            raise
+        if self.owns_kernel:
+            self._ready.set_result(None)
+        return out
+
+    return pending
+
+
 class GradingKernelManager(AsyncKernelManager):
     """A kernel manager whose connection file the sandboxed kernel's user (``owner``) can
     read, and whose clients refuse messages over :data:`MAX_MESSAGE` (a kernel flooding its
@@ -212,6 +236,11 @@ class GradingKernelManager(AsyncKernelManager):
         context = super()._context_default()
         context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE)
         return context
+
+    # jupyter_client (private): its in_pending_state wraps both, and sleeps 10 ms after each
+    # "so tests can capture the state"; a worker waits that long twice per submission
+    start_kernel = _pending_without_sleep(AsyncKernelManager.start_kernel)
+    shutdown_kernel = _pending_without_sleep(AsyncKernelManager.shutdown_kernel)
 
     async def _async_wait(self, pollinterval: float = 0.1) -> None:
         # jupyter_client (private): after a kill (and a shutdown request), it waits for the
