@@ -469,3 +469,27 @@ def test_every_text_of_a_verdict_is_bounded_whatever_the_student_returns():
     noted = Verdict(False, notes=[("d" * 10**6, "m" * 10**6)] * 1000)
     assert len(noted.notes) == MAX_NOTES
     assert all(len(d) < 400 and len(m) < VERDICT_LIMIT + 50 for d, m in noted.notes)
+
+
+def test_cloudpickle_lists_the_same_submodules_from_memory_and_sees_new_imports(monkeypatch):
+    import concurrent.futures  # noqa: F401 - a loaded submodule the function names
+    import math
+    import sys
+
+    import cloudpickle.cloudpickle as cloudpickle_module
+    import torch.nn.functional  # noqa: F401
+
+    remembered = cloudpickle_module._find_imported_submodules  # the judge's
+    find = remembered.find  # cloudpickle's own, which scans sys.modules every time
+
+    def uses():
+        return torch.nn.functional.relu, concurrent.futures.wait, math.pi, torch.nn.later
+
+    packages = [torch, concurrent, math, 3]
+    found = remembered(uses.__code__, iter(packages))
+    assert found == find(uses.__code__, packages) and torch.nn.functional in found
+    assert remembered(uses.__code__, iter(packages)) == found
+    later = types.ModuleType("torch.nn.later")
+    monkeypatch.setitem(sys.modules, "torch.nn.later", later)  # imported after the first list
+    again = remembered(uses.__code__, iter(packages))
+    assert later in again and again == find(uses.__code__, packages)

@@ -18,6 +18,7 @@ import hmac
 import io
 import re
 import secrets
+import sys
 import time
 import types
 import warnings
@@ -488,6 +489,36 @@ def _names_in(code: types.CodeType):
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             yield from _names_in(const)
+
+
+def _remembered(find):
+    """cloudpickle's ``_find_imported_submodules`` (private), remembered.
+
+    For each function it pickles by value, cloudpickle lists the loaded submodules the code
+    can reach through a package it names (``torch.nn`` through ``torch``): it goes through all
+    of ``sys.modules`` (3,000 names with torch, 2-3 ms), and the judge sends the same test
+    functions for every call of every submission. The list depends only on the code's names,
+    the packages and ``sys.modules``, which in the grader only grows: it is kept per names and
+    packages while ``sys.modules`` keeps its length (a new import starts over)."""
+    known: dict[tuple, list] = {}
+    loaded = [0]
+
+    def submodules(code, top_level_dependencies):
+        packages = tuple(x for x in top_level_dependencies if isinstance(x, types.ModuleType))
+        key = (frozenset(code.co_names), tuple(module.__name__ for module in packages))
+        if loaded[0] != len(sys.modules) or len(known) > 4096:
+            known.clear()
+            loaded[0] = len(sys.modules)
+        if key not in known:
+            known[key] = find(code, packages)
+        return list(known[key])
+
+    submodules.find = find
+    return submodules
+
+
+cloudpickle.cloudpickle._find_imported_submodules = _remembered(
+    cloudpickle.cloudpickle._find_imported_submodules)
 
 
 class _Pickler(cloudpickle.Pickler):
