@@ -493,3 +493,7 @@ def test_cloudpickle_lists_the_same_submodules_from_memory_and_sees_new_imports(
     monkeypatch.setitem(sys.modules, "torch.nn.later", later)  # imported after the first list
     again = remembered(uses.__code__, iter(packages))
     assert later in again and again == find(uses.__code__, packages)
+    replaced = types.ModuleType("torch.nn.later")  # sys.modules keeps its length
+    monkeypatch.setitem(sys.modules, "torch.nn.later", replaced)
+    now = remembered(uses.__code__, iter(packages))
+    assert replaced in now and later not in now and now == find(uses.__code__, packages)

@@ -19,6 +19,7 @@ import io
 import re
 import secrets
 import sys
+import threading
 import time
 import types
 import warnings
@@ -498,20 +499,25 @@ def _remembered(find):
     can reach through a package it names (``torch.nn`` through ``torch``): it goes through all
     of ``sys.modules`` (3,000 names with torch, 2-3 ms), and the judge sends the same test
     functions for every call of every submission. The list depends only on the code's names,
-    the packages and ``sys.modules``, which in the grader only grows: it is kept per names and
-    packages while ``sys.modules`` keeps its length (a new import starts over)."""
+    the packages and ``sys.modules``: it is kept per names and packages while ``sys.modules``
+    keeps its length (a new import starts over) and still holds each module listed (else a
+    module gone from it would be pickled by value)."""
     known: dict[tuple, list] = {}
     loaded = [0]
+    lock = threading.Lock()
 
     def submodules(code, top_level_dependencies):
-        packages = tuple(x for x in top_level_dependencies if isinstance(x, types.ModuleType))
-        key = (frozenset(code.co_names), tuple(module.__name__ for module in packages))
-        if loaded[0] != len(sys.modules) or len(known) > 4096:
-            known.clear()
-            loaded[0] = len(sys.modules)
-        if key not in known:
-            known[key] = find(code, packages)
-        return list(known[key])
+        packages = [x for x in top_level_dependencies if isinstance(x, types.ModuleType)]
+        key = (frozenset(code.co_names),
+               tuple((x.__name__, bool(getattr(x, "__package__", None))) for x in packages))
+        with lock:
+            if loaded[0] != len(sys.modules) or len(known) > 4096:
+                known.clear()
+                loaded[0] = len(sys.modules)
+            found = known.get(key)
+            if found is None or any(sys.modules.get(m.__name__) is not m for m in found):
+                found = known[key] = find(code, packages)
+            return list(found)
 
     submodules.find = find
     return submodules

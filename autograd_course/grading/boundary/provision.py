@@ -207,7 +207,7 @@ def _pending_without_sleep(method):
             out = await inner(self, *args, **kwargs)
         except Exception as error:
             self._ready.set_exception(error)
-            self.log.exception(error)
+            self.log.exception(self._ready.exception())  # as jupyter_client: retrieved
             raise
         if self.owns_kernel:
             self._ready.set_result(None)
