@@ -13,7 +13,8 @@ import importlib
 import pkgutil
 
 import pytest
-from support.exercises import ALL_QUESTIONS, load
+import torch
+from support.exercises import ALL_QUESTIONS, cell_of, load
 from support.inprocess import run_judged, run_local
 
 from autograd_course import testkit
@@ -61,3 +62,29 @@ def test_gradchecks_fast_mode_gets_full_marks_on_every_draw(seed_key):
     verdict = run_judged(load("09_extending"), "q2_wrong_inputs", solution=code,
                          seed_key=seed_key)
     assert verdict.passed, f"{verdict.diagnosis}: {verdict.message}"
+
+
+def test_09s_tests_draw_again_where_gradchecks_fast_mode_would_miss_a_bug():
+    test = cell_of("09_extending", "q2_wrong_inputs_test").source
+    definitions = test[:test.index("# (family, bugs:")]  # the helpers, not the checks
+    helpers = {}
+    exec(compile(load("09_extending").cells[1].source + "\n" + definitions, "q2", "exec"),
+             helpers)
+    # x * exp(-y) + y * z**2, y's gradient with grad_output rolled: its partial derivative in
+    # y changes sign, so fast mode's one projection misses the bug on about 1 draw in 250
+    family = helpers["FAMILIES"][3][0]
+    made = helpers["made_function"](family, *helpers["bugged"](3, [("roll", 1, None)]))
+
+    def fast_mode_sees_the_bug(x, y, z):
+        return not torch.autograd.gradcheck(made.apply, [x, y.clone().requires_grad_(), z],
+                                            fast_mode=True, raise_exception=False)
+
+    generator = torch.Generator().manual_seed(0)
+    draws = (0.3 + 1.2 * torch.rand(3, 3, generator=generator, dtype=torch.float64)
+             for _ in range(3000))
+    unlucky = next(draw for draw in draws if not fast_mode_sees_the_bug(*draw))
+    lucky = next(draw for draw in draws if fast_mode_sees_the_bug(*draw))
+    drawn = iter([*unlucky, *lucky])
+    helpers["fresh"] = lambda *shape, **kwargs: next(drawn)
+    chosen = helpers["clear_inputs"](made, 3, (3,), (False, True, False))
+    assert all(torch.equal(a, b) for a, b in zip(chosen, lucky, strict=True))
