@@ -90,9 +90,10 @@ def results(tmp_path_factory):
         outcomes[test] = ("failed" if failures
                           else "skipped" if any(child.tag == "skipped" for child in case)
                           else "passed")
-        stderr = "".join(child.text or "" for child in case if child.tag == "system-err")
-        reports[test] = "\n".join([*((child.text or child.get("message", ""))[-3000:]
-                                    for child in failures), "stderr:", stderr[-3000:]])
+        if failures:
+            stderr = "".join(child.text or "" for child in case if child.tag == "system-err")
+            reports[test] = "\n".join([*((child.text or child.get("message", ""))[-3000:]
+                                        for child in failures), "stderr:", stderr[-3000:]])
     return outcomes, reports, done.stdout
 
 
