@@ -297,7 +297,8 @@ class Service:
         return False
 
     def answered(self) -> int:
-        """How many checks the service has answered (its log's lines, :mod:`.checkserver`)."""
+        """How many checks the course's services have answered: the lines of the log at its
+        address, to which each service started there appends (:mod:`.checkserver`)."""
         try:
             log = self.address.with_suffix(".log").read_text(errors="replace")
         except OSError:

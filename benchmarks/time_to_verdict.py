@@ -94,11 +94,14 @@ def check_warm_first(s: Setting) -> float:
     if s.service is not None:
         s.service.stop()
     s.service = warmcheck.Service(s.course)
+    before = s.service.answered()  # the course's log holds the earlier services' answers too
     if not (s.service.start() and s.service.listening(60)):
         sys.exit(f"the warm check's service did not start: see {s.service.address}.log")
     took = check(s)
-    if s.service.answered() != 1:
-        sys.exit("the warm check's service did not answer the check")
+    if s.service.answered() != before + 1:
+        log = s.service.address.with_suffix(".log")
+        sys.exit(f"the warm check's service did not answer the check; its log, {log}:\n"
+                 + log.read_text(errors="replace")[-3000:])
     return took
 
 
