@@ -110,7 +110,7 @@ def check_warm(s: Setting) -> float:
 
 
 #: Seconds between two checks in the "later checks" row: a learner edits and saves between
-#: checks, and the service's zygote starts after its first check.
+#: checks (a check asked at once may still wait for the zygote the first check started).
 BETWEEN = 5.0
 
 

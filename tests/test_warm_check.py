@@ -213,6 +213,30 @@ def test_a_service_stopped_in_the_middle_of_a_check_leaves_nothing_behind(
     assert _alive(below) == [], "its grading child, zygote and kernels went with it"
 
 
+def test_the_first_check_starts_the_zygote_beside_its_cold_kernel(root, notebooks, tmp_path,
+                                                                   monkeypatch):
+    # a second check asked as soon as the first is answered finds the zygote started, or
+    # nearly: it does not wait for all of torch's import and priming
+    (tmp_path / "runtime").mkdir(mode=0o700)
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    started = warmcheck.Service(root)
+    assert started.start() and started.listening(LISTEN_SECONDS)
+    asker = threading.Thread(target=warmcheck.ask, args=(root, notebooks[3]),
+                             kwargs={"timeout": 600}, daemon=True)
+    asker.start()  # the slow notebook: its first check never ends by itself
+    service = psutil.Process(started.process.pid)
+    deadline = time.monotonic() + 120
+    try:
+        while not any("autograd_course.kernel.zygote" in " ".join(p.cmdline())
+                      for p in _alive(service.children(recursive=True))):
+            assert time.monotonic() < deadline, "no zygote while the first check runs"
+            time.sleep(0.2)
+        assert started.answered() == 0, "the first check is still running"
+    finally:
+        started.stop()
+        asker.join(60)
+
+
 def _alive(processes: list) -> list:
     found = []
     for process in processes:

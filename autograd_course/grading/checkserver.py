@@ -14,10 +14,11 @@ which says what asks it and how); it serves one course, for its user, until the 
   unanswered; a request whose verdict variables (thread counts, ``PYTHONPATH``, what the
   config names: :func:`.warmcheck.verdict_environment`) differ from this process's is
   ``declined``: the asker checks cold, with its own.
-- The first check is graded as ``check`` grades one notebook, with a cold kernel. Once it is
-  answered the grading child starts its zygote (:func:`.selfcheck.prewarm`), and each later
-  check is graded in a warm kernel forked from it, as ``check`` of many notebooks grades its
-  second and later ones.
+- The first check is graded with a cold kernel, as ``check`` grades one notebook; its kernel's
+  start also starts the grading child's zygote, beside it (the second core is mostly idle
+  while a check runs). Once it is answered (:func:`.selfcheck.prewarm`), each later check is
+  graded in a warm kernel forked from the zygote, waiting for it where it still starts, as
+  ``check`` of many notebooks grades its second and later ones.
 - Before each check it compares the code it runs with the code on disk (:func:`code_now`):
   where they differ it answers ``stale`` and ends, and the server starts a new one.
 - An asker that hangs up stops its check (:func:`.selfcheck.abandon`): the next one need not
@@ -172,7 +173,7 @@ def serve(root: Path, path: Path) -> None:
     from autograd_course.grading.boundary import warm
 
     code = code_now()
-    warm.plan(1)  # the first check grades one notebook, with a cold kernel
+    warm.plan(None)  # the first check's kernel starts the zygote, and starts cold beside it
     warmed = False
     while True:
         conn, _ = server.accept()

@@ -207,13 +207,14 @@ def _start_child(scratch: str, notebooks: int | None, wait: bool) -> None:
 
 
 def prewarm(root: Path) -> bool:
-    """Start the zygote of this process's grading child now, for the checks to come (the warm
-    check's service, once its first check is answered: :mod:`.checkserver`), and plan warm
-    kernels for a child started later; whether there is a child to start it in. A check
-    asked while the zygote still starts takes a cold kernel, as ``check`` does meanwhile."""
+    """Start the zygote of this process's grading child now if its first check did not (the
+    warm check's service, once its first check is answered: :mod:`.checkserver`), and plan
+    warm kernels for a child started later; whether there is a child to start it in. A check
+    asked while the zygote still starts waits for it (a cold kernel would import torch again
+    beside it), as a grading worker's notebooks do."""
     from autograd_course.grading.boundary import warm
 
-    warm.plan(None)
+    warm.plan(None, wait=True)
     if not (_children and _children[0].alive):
         return False
     try:
@@ -224,11 +225,11 @@ def prewarm(root: Path) -> bool:
 
 
 def _start_zygote(root: str) -> None:
-    """In a checking child: plan warm kernels, and start the zygote for a course like
-    ``root``'s (the sandbox hides ``root``, as each check's kernel does)."""
+    """In a checking child: plan warm kernels, waited for, and start the zygote for a course
+    like ``root``'s (the sandbox hides ``root``, as each check's kernel does)."""
     from autograd_course.grading.boundary import warm
 
-    warm.plan(None)
+    warm.plan(None, wait=True)
     warm.zygote([Path(root)])
 
 
