@@ -227,14 +227,45 @@ def test_the_first_check_starts_the_zygote_beside_its_cold_kernel(root, notebook
     service = psutil.Process(started.process.pid)
     deadline = time.monotonic() + 120
     try:
-        while not any("autograd_course.kernel.zygote" in " ".join(p.cmdline())
-                      for p in _alive(service.children(recursive=True))):
+        while not _zygotes(service):
             assert time.monotonic() < deadline, "no zygote while the first check runs"
             time.sleep(0.2)
         assert started.answered() == 0, "the first check is still running"
+        below = service.children(recursive=True)
     finally:
         started.stop()
         asker.join(60)
+    time.sleep(2)
+    assert _alive(below) == [], "its grading child, zygote and kernels went with it"
+
+
+def test_the_checks_after_the_first_are_forked_from_the_first_checks_zygote(
+        root, notebooks, tmp_path, monkeypatch):
+    (tmp_path / "runtime").mkdir(mode=0o700)
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    started = warmcheck.Service(root)
+    assert started.start() and started.listening(LISTEN_SECONDS)
+    service = psutil.Process(started.process.pid)
+    try:
+        assert warmcheck.ask(root, notebooks[1], timeout=300) is not None
+        first = _zygotes(service)
+        assert first, "the first check started the zygote"
+        assert warmcheck.ask(root, notebooks[1], timeout=300) is not None
+        assert _zygotes(service) == first, "the same zygote, not a second one"
+    finally:
+        started.stop()
+
+
+def _zygotes(service: psutil.Process) -> set[int]:
+    """The pids of the zygote's processes (bubblewrap's and Python's) below ``service``."""
+    found = set()
+    for process in _alive(service.children(recursive=True)):
+        try:
+            if "autograd_course.kernel.zygote" in " ".join(process.cmdline()):
+                found.add(process.pid)
+        except psutil.Error:
+            pass  # ended meanwhile
+    return found
 
 
 def _alive(processes: list) -> list:

@@ -15,10 +15,10 @@ which says what asks it and how); it serves one course, for its user, until the 
   config names: :func:`.warmcheck.verdict_environment`) differ from this process's is
   ``declined``: the asker checks cold, with its own.
 - The first check is graded with a cold kernel, as ``check`` grades one notebook; its kernel's
-  start also starts the grading child's zygote, beside it (the second core is mostly idle
-  while a check runs). Once it is answered (:func:`.selfcheck.prewarm`), each later check is
-  graded in a warm kernel forked from the zygote, waiting for it where it still starts, as
-  ``check`` of many notebooks grades its second and later ones.
+  start also starts the grading child's zygote, beside it, where the service may use two
+  cores or more (the second is mostly idle while a check runs). Once it is answered
+  (:func:`.selfcheck.prewarm`), each later check is graded in a warm kernel forked from the
+  zygote, waiting for it where it still starts, as a grading worker's notebooks do.
 - Before each check it compares the code it runs with the code on disk (:func:`code_now`):
   where they differ it answers ``stale`` and ends, and the server starts a new one.
 - An asker that hangs up stops its check (:func:`.selfcheck.abandon`): the next one need not
@@ -173,7 +173,9 @@ def serve(root: Path, path: Path) -> None:
     from autograd_course.grading.boundary import warm
 
     code = code_now()
-    warm.plan(None)  # the first check's kernel starts the zygote, and starts cold beside it
+    # the first check's kernel starts the zygote and starts cold beside it, where a second
+    # core can start the zygote; on one, the zygote starts once the first check is answered
+    warm.plan(None if len(os.sched_getaffinity(0)) > 1 else 1)
     warmed = False
     while True:
         conn, _ = server.accept()

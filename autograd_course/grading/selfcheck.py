@@ -208,10 +208,12 @@ def _start_child(scratch: str, notebooks: int | None, wait: bool) -> None:
 
 def prewarm(root: Path) -> bool:
     """Start the zygote of this process's grading child now if its first check did not (the
-    warm check's service, once its first check is answered: :mod:`.checkserver`), and plan
-    warm kernels for a child started later; whether there is a child to start it in. A check
-    asked while the zygote still starts waits for it (a cold kernel would import torch again
-    beside it), as a grading worker's notebooks do."""
+    warm check's service, once its first check is answered: :mod:`.checkserver`), without
+    waiting for it, and plan warm kernels for a child started later; whether there is a child
+    to start it in. A later check asked while the zygote still starts waits for it (a cold
+    kernel would import torch again beside it), as a grading worker's notebooks do, within
+    :data:`.preprocessors.execute.ZYGOTE_WAIT_SECONDS`; so does a child started after the
+    first was dropped."""
     from autograd_course.grading.boundary import warm
 
     warm.plan(None, wait=True)
@@ -230,7 +232,7 @@ def _start_zygote(root: str) -> None:
     from autograd_course.grading.boundary import warm
 
     warm.plan(None, wait=True)
-    warm.zygote([Path(root)])
+    warm.zygote([Path(root)], most=0)  # only started (or found): the next check waits
 
 
 def _grade_bounded(course: Course, cached: Path, work: Path, notebook: Path, assignment: str,

@@ -11,9 +11,10 @@ other.
 
 :func:`zygote` gives the process's zygote, started (in the background) at its first use and
 started again if it died; notebooks graded while it starts get cold kernels, unless the
-process's :func:`plan` says to wait for it (a grading child, which starts its zygote as it
-starts, and ``check`` of several notebooks). A process that grades one notebook (``check`` of
-one) never starts one: a zygote's start costs more than a cold kernel. Where it cannot run
+process's :func:`plan` says to wait for it (a grading worker, which starts its zygote as it
+starts, and the warm check's service once its first check is answered). A process that
+grades one notebook (``check`` of one) never starts one: a zygote's start costs more than a
+cold kernel. Where it cannot run
 (no bubblewrap, no ``fork``) it gives None with the reason, and the grader starts cold
 kernels, as before.
 """

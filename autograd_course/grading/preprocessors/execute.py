@@ -44,8 +44,8 @@ PASSED = "All tests passed."
 NOT_SANDBOXED = ("not sandboxed: the student's kernel ran without bubblewrap, with the "
                  "grader's file rights")
 #: The most seconds a notebook waits for its process's zygote to start (it starts in a few
-#: seconds) before it takes a cold kernel: the wait is the notebook's time (a grading child's
-#: first notebook, and ``check``'s when it checks several).
+#: seconds) before it takes a cold kernel: the wait is the notebook's time (a grading worker's
+#: first notebook, and the warm check's checks after its first).
 ZYGOTE_WAIT_SECONDS = 20
 
 
